@@ -1,0 +1,22 @@
+# The two commands of the README. Both create .venv on first use.
+# torch is installed first, pinned to 2.13.0: on a machine without torch an unpinned
+# requirement would pull a CUDA build with several GB of packages.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test setup
+
+$(BIN)/.installed: pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+demo: $(BIN)/.installed
+	$(BIN)/python examples/demo.py
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -ra

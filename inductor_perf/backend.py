@@ -1,0 +1,315 @@
+"""The ``inductor_perf`` torch.compile backend: Inductor, plus compile-time kernel tags.
+
+Registered only through the ``torch_dynamo_backends`` entry point in pyproject.toml (torch then
+registers it itself; registering again here would fail with "duplicate name").
+
+Tagging never breaks a compile: if it fails, the graph keeps Inductor's result, one warning is
+logged for the process, and the graph is recorded as untagged (see ``inductor_perf.graph_table()``).
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+from typing import Any, Mapping, Sequence
+
+import torch
+
+from . import config as env
+from .errors import OptionsError
+from .tags import REGISTRY, GraphTags, KernelTag
+
+log = logging.getLogger(__name__)
+
+# Bump when the tag format or the cost conventions change: it namespaces our FX graph cache
+# entries and the tag files stored beside them.
+TAG_FORMAT_VERSION = "1"
+
+# Our own keys in torch.compile(options=...); every other key must be an Inductor config key.
+OUR_OPTIONS: dict[str, str] = {
+    "inductor_perf.tagging": "bool (default True): collect kernel tags",
+    "inductor_perf.kernel_profile": "bool or 'auto' (default): name CPU kernels in profiler traces "
+                                    "(auto: on when INDUCTOR_PERF_TRACE_DIR is set or a capture is active)",
+    "inductor_perf.device": "dict or path to a JSON/TOML file: device peaks to use instead of the detected ones",
+    "inductor_perf.markers": "bool (default True): per-call profiler markers that join kernels to tags",
+}
+
+_warned_lock = threading.Lock()
+_warned = False
+
+
+def _warn_once(msg: str, *args: Any) -> None:
+    global _warned
+    with _warned_lock:
+        first, _warned = not _warned, True
+    if first:
+        log.warning(msg + " (further tagging failures are logged at debug level)", *args)
+    else:
+        log.debug(msg, *args)
+
+
+def split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(our options, Inductor config patches). Raises OptionsError naming the valid keys."""
+    if options is None:
+        return {}, {}
+    if not isinstance(options, Mapping):
+        raise OptionsError(f"options must be a dict, got {type(options).__name__}")
+    from torch._inductor import config as inductor_config
+
+    valid = set(inductor_config.get_config_copy())
+    ours: dict[str, Any] = {}
+    patches: dict[str, Any] = {}
+    for key, value in options.items():
+        if not isinstance(key, str):
+            raise OptionsError(f"options keys must be strings, got {key!r}")
+        if key in OUR_OPTIONS:
+            ours[key] = value
+            continue
+        attr = key.replace("-", "_")
+        if attr in valid:
+            patches[attr] = value
+            continue
+        near = difflib.get_close_matches(attr, list(valid) + list(OUR_OPTIONS), n=3)
+        hint = f" Did you mean {', '.join(near)}?" if near else ""
+        err = OptionsError(
+            f"unknown option {key!r}.{hint} Valid keys: {', '.join(OUR_OPTIONS)}, or any of the "
+            f"{len(valid)} torch._inductor.config keys (torch._inductor.list_options())."
+        )
+        err.valid_keys = sorted(OUR_OPTIONS) + sorted(valid)  # type: ignore[attr-defined]
+        raise err
+    tagging = ours.get("inductor_perf.tagging", True)
+    if not isinstance(tagging, bool):
+        raise OptionsError(f"'inductor_perf.tagging' must be a bool, got {tagging!r}")
+    kp = ours.get("inductor_perf.kernel_profile", "auto")
+    if kp not in (True, False, "auto"):
+        raise OptionsError(f"'inductor_perf.kernel_profile' must be True, False or 'auto', got {kp!r}")
+    return ours, patches
+
+
+def mode_patches(mode: str | None) -> dict[str, Any]:
+    """Inductor config patches for a torch.compile ``mode=``, as backend="inductor" applies them."""
+    if mode is None or mode == "default":
+        return {}
+    from torch._inductor import list_mode_options
+
+    modes = list_mode_options()
+    if mode not in modes:
+        raise OptionsError(f"unknown mode {mode!r}; expected one of {', '.join(sorted(modes))}")
+    return dict(list_mode_options(mode))
+
+
+def _kernel_profile_wanted(ours: Mapping[str, Any]) -> bool:
+    kp = ours.get("inductor_perf.kernel_profile", "auto")
+    if kp != "auto":
+        return bool(kp)
+    if env.get_str(env.TRACE_DIR):
+        return True
+    try:
+        from .capture import capture_requested
+    except ImportError:
+        return False
+    return capture_requested()
+
+
+def _namespace_pass(existing: Any) -> Any:
+    """A post-grad pass that changes nothing but puts our FX graph cache entries in their own
+    namespace (its uuid enters the cache key), so an entry written by plain backend="inductor" -
+    which skips codegen and so our hook - is never served to us. Wraps a user's own pass."""
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    class _InductorPerfNamespace(CustomGraphPass):
+        def __call__(self, graph: torch.fx.Graph) -> None:
+            if existing is not None:
+                existing(graph)
+
+        def uuid(self) -> Any:
+            inner = existing.uuid() if existing is not None and hasattr(existing, "uuid") else None
+            if existing is not None and inner is None:
+                return None  # the user's pass is not cacheable: neither are we
+            return f"inductor_perf-{TAG_FORMAT_VERSION}-{inner}"
+
+    return _InductorPerfNamespace()
+
+
+def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
+                          options: Mapping[str, Any] | None = None, mode: str | None = None,
+                          **kwargs: Any) -> Any:
+    """The ``backend="inductor_perf"`` compiler: Inductor's compile_fx with kernel tagging.
+
+    >>> model = torch.compile(torch.nn.Linear(4, 4), backend="inductor_perf")  # doctest: +SKIP
+    """
+    from .compat import check_torch_version
+
+    check_torch_version()
+    ours, patches = split_options(options)
+    patches = {**mode_patches(mode), **patches}
+    if "inductor_perf.device" in ours:
+        _remember_device_override(ours["inductor_perf.device"])
+    from torch._inductor.compile_fx import compile_fx
+
+    tagging = ours.get("inductor_perf.tagging", True) and not env.get_flag(env.DISABLE_TAGGING)
+    if not tagging:
+        return compile_fx(gm, example_inputs, config_patches=patches or None, **kwargs)
+    from torch._inductor import config as inductor_config
+
+    patches["post_grad_custom_post_pass"] = _namespace_pass(
+        patches.get("post_grad_custom_post_pass", inductor_config.post_grad_custom_post_pass))
+    if _kernel_profile_wanted(ours):
+        patches.setdefault("cpp.enable_kernel_profile", True)
+    inner = functools.partial(_tagging_inner_compile,
+                              markers=bool(ours.get("inductor_perf.markers", True)))
+    # An AOTAutograd cache hit skips inner_compile entirely (and its key ignores inner_compile):
+    # turn it off for our compiles. The FX graph cache below it stays on.
+    with torch._functorch.config.patch(enable_autograd_cache=False):
+        return compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches, **kwargs)
+
+
+def _remember_device_override(value: Any) -> None:
+    try:
+        from . import devices
+    except ImportError:  # pragma: no cover - devices is part of the package
+        return
+    setter = getattr(devices, "set_session_override", None)
+    if setter is not None:
+        setter(value)
+
+
+def _symbol_locators(example_inputs: Sequence[Any]) -> dict[str, tuple[Any, ...]]:
+    """Where each plain size symbol of the graph can be read from a call's inputs."""
+    import sympy
+
+    locs: dict[str, tuple[Any, ...]] = {}
+    for i, x in enumerate(example_inputs):
+        if isinstance(x, torch.SymInt):
+            expr = x.node.expr
+            if isinstance(expr, sympy.Symbol):
+                locs.setdefault(str(expr), ("int", i))
+        elif isinstance(x, torch.Tensor):
+            for d, s in enumerate(x.shape):
+                if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+                    locs.setdefault(str(s.node.expr), ("size", i, d))
+            for d, s in enumerate(x.stride()):
+                if isinstance(s, torch.SymInt) and isinstance(s.node.expr, sympy.Symbol):
+                    locs.setdefault(str(s.node.expr), ("stride", i, d))
+    return locs
+
+
+def _cache_hits() -> int:
+    from torch._dynamo.utils import counters
+
+    return int(counters["inductor"]["fxgraph_cache_hit"])
+
+
+def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
+                           markers: bool = True, **kwargs: Any) -> Any:
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    from .tagging import TagCollector, collecting
+
+    graph_id = kwargs.get("graph_id")
+    is_backward = bool(kwargs.get("is_backward", False))
+    graph = GraphTags(instance_id=REGISTRY.new_instance_id(),
+                      graph_id=graph_id if graph_id is not None else -1,
+                      is_backward=is_backward)
+    collector = TagCollector(graph.graph_id, is_backward,
+                             inject_failure=env.get_flag(env.INJECT_TAGGING_FAILURE))
+    try:
+        graph.symbol_locators = _symbol_locators(example_inputs)
+        ctx = collecting(collector)
+        ctx.__enter__()
+    except Exception as e:  # the hook could not be installed: compile untagged
+        ctx = None
+        collector.error = e
+    hits = _cache_hits()
+    try:
+        compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+    finally:
+        if ctx is not None:
+            ctx.__exit__(None, None, None)
+    try:
+        _finish_tags(graph, collector, compiled, cache_hit=_cache_hits() > hits)
+    except Exception as e:
+        graph.tagged = False
+        graph.error = f"{type(e).__name__}: {e}"
+        graph.kernels = []
+        _warn_once("inductor_perf: kernel tagging failed for graph %s (%s); the compiled model is "
+                   "unaffected, its kernels are untagged", graph.graph_id, graph.error)
+    REGISTRY.add(graph)
+    if markers:
+        try:
+            from .markers import instrument
+
+            instrument(compiled, graph)
+        except Exception as e:
+            _warn_once("inductor_perf: could not install profiler markers (%s)", e)
+    return compiled
+
+
+def _finish_tags(graph: GraphTags, collector: Any, compiled: Any, cache_hit: bool) -> None:
+    graph.cache_key = getattr(compiled, "_fx_graph_cache_key", None)
+    graph.cache_hit = cache_hit
+    if cache_hit:
+        stored = _load_tags(graph.cache_key)
+        if stored is None:
+            raise RuntimeError(f"FX graph cache hit for {graph.cache_key} but no stored tags")
+        graph.profiler_graph_id = stored.get("profiler_graph_id")
+        graph.kernels = [_rebase(KernelTag.from_dict(k), graph) for k in stored["kernels"]]
+        return
+    graph.kernels = collector.finish()
+    graph.profiler_graph_id = collector.profiler_graph_id
+    if graph.cache_key:
+        _store_tags(graph)
+
+
+def _rebase(tag: KernelTag, graph: GraphTags) -> KernelTag:
+    import dataclasses
+
+    return dataclasses.replace(tag, graph_id=graph.graph_id, is_backward=graph.is_backward)
+
+
+# --- tags persisted beside the FX graph cache ----------------------------------------------------
+def _tags_dir() -> str:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    return os.path.join(cache_dir(), "inductor_perf", f"tags-v{TAG_FORMAT_VERSION}")
+
+
+def _tags_path(cache_key: str) -> str:
+    safe = hashlib.sha256(cache_key.encode()).hexdigest()[:40]
+    return os.path.join(_tags_dir(), f"{safe}.json")
+
+
+def _store_tags(graph: GraphTags) -> None:
+    assert graph.cache_key is not None
+    path = _tags_path(graph.cache_key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    payload = {"cache_key": graph.cache_key, "profiler_graph_id": graph.profiler_graph_id,
+               "kernels": [k.to_dict() for k in graph.kernels]}
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump(payload, f, allow_nan=False)
+        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _load_tags(cache_key: str | None) -> dict[str, Any] | None:
+    if not cache_key:
+        return None
+    try:
+        with open(_tags_path(cache_key)) as f:
+            payload = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if payload.get("cache_key") != cache_key:
+        return None
+    return payload

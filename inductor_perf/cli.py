@@ -1,0 +1,173 @@
+"""``inductor-perf`` command line. ``main(argv) -> int``; the exit code is 0 on success, 1 on a
+user error (one line on stderr, never a traceback), 2 on bad usage (argparse)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from .errors import InductorPerfError
+
+log = logging.getLogger(__name__)
+
+
+# --- devices / calibrate (device table) ----------------------------------------------------------
+def _add_devices(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("devices", help="list the device table, or show the detected device")
+    p.add_argument("--current", action="store_true", help="show the detected device and where its peaks come from")
+    p.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    p.set_defaults(func=_cmd_devices)
+    p = sub.add_parser("calibrate", help="measure this machine's GEMM TFLOP/s and memory bandwidth, and cache them")
+    p.add_argument("--seconds", type=float, default=5.0, help="time budget (default 5)")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    p.set_defaults(func=_cmd_calibrate)
+
+
+def _cmd_devices(args: argparse.Namespace) -> int:
+    raise InductorPerfError("'devices' is not implemented yet")
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    raise InductorPerfError("'calibrate' is not implemented yet")
+
+
+# --- augment / summary / diff (offline traces) ---------------------------------------------------
+def _add_offline(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("augment", help="add FLOPs, bytes, achieved %% and roofline args to a trace's kernel events")
+    p.add_argument("trace", help="input trace (.json or .json.gz)")
+    p.add_argument("-o", "--output", help="output path (default: <input stem>.augmented.json[.gz])")
+    p.set_defaults(func=_cmd_augment)
+    p = sub.add_parser("summary", help="utilization summary of a trace, or of every trace in a directory")
+    p.add_argument("trace", help="trace file or directory")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.set_defaults(func=_cmd_summary)
+    p = sub.add_parser("diff", help="compare two traces (eager vs compiled, or two compiled runs)")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--by", choices=("module", "line", "op", "kernel"), default="module")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.set_defaults(func=_cmd_diff)
+
+
+def _cmd_augment(args: argparse.Namespace) -> int:
+    from .augment import augment_file, default_output_path
+
+    out = args.output or default_output_path(args.trace)
+    stats = augment_file(args.trace, out, progress=True)
+    print(f"inductor-perf: wrote {out}: {stats.summary_line()}", file=sys.stderr)
+    return 0
+
+
+def _cmd_summary(args: argparse.Namespace) -> int:
+    import glob
+    import json
+    import os
+
+    from .report import format_summary
+    from .summary import summarize
+    from .trace_format import load_trace
+
+    def _trace_device(trace: dict) -> object | None:
+        """The device row for a GPU trace's ``deviceProperties`` name; None when unknown (CPU traces:
+        the machine that recorded the trace may not be this one, so no guess)."""
+        props = trace.get("deviceProperties")
+        if not isinstance(props, list) or not props or not isinstance(props[0], dict):
+            return None
+        name = props[0].get("name")
+        if not isinstance(name, str):
+            return None
+        try:
+            from .devices import lookup_device
+
+            return lookup_device(name)
+        except Exception as e:  # the device table is optional here: a summary without peaks still helps
+            log.debug("no device row for %r: %s", name, e)
+            return None
+
+    path = args.trace
+    if os.path.isdir(path):
+        # Our own <name>.summary.json files sit beside the traces: they are outputs, not inputs.
+        files = sorted({f for pat in ("*.json", "*.json.gz") for f in glob.glob(os.path.join(path, pat))
+                        if not f.endswith((".summary.json", ".summary.json.gz"))})
+        if not files:
+            raise InductorPerfError(f"{path}: no *.json or *.json.gz trace files in this directory")
+    elif os.path.exists(path):
+        files = [path]
+    else:
+        raise InductorPerfError(f"{path}: no such file or directory; expected a trace file or a directory of traces")
+
+    summaries = []
+    for f in files:
+        try:
+            trace = load_trace(f)
+        except InductorPerfError as e:
+            if len(files) == 1:
+                raise
+            log.warning("skipping %s: %s", f, e)
+            continue
+        label = os.path.basename(f)
+        dist = trace.get("distributedInfo")
+        if isinstance(dist, dict) and "rank" in dist:
+            label += f" (rank {dist.get('rank')} of {dist.get('world_size', '?')})"
+        summaries.append(summarize(trace, device=_trace_device(trace), label=label))
+    if not summaries:
+        raise InductorPerfError(f"{path}: none of the {len(files)} JSON files is a readable trace")
+    if args.format == "json":
+        docs = [s.to_dict() for s in summaries]
+        print(json.dumps(docs[0] if len(files) == 1 else docs, indent=2, allow_nan=False, sort_keys=True))
+    else:
+        print("\n".join(format_summary(s, args.format) for s in summaries), end="")
+    return 0
+
+
+def _cmd_diff(args: argparse.Namespace) -> int:
+    raise InductorPerfError("'diff' is not implemented yet")
+
+
+# --- compare (eager vs compiled of a user file) --------------------------------------------------
+def _add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="profile eager and compiled runs of a model file and compare them module by module")
+    p.add_argument("file", help="Python file defining make_model() and make_inputs()")
+    p.add_argument("--by", choices=("module", "line", "op"), default="module")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--no-backward", action="store_true", help="forward only")
+    p.set_defaults(func=_cmd_compare)
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    raise InductorPerfError("'compare' is not implemented yet")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="inductor-perf", description=__doc__.split("\n")[0] if __doc__ else None)
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", required=True)
+    _add_devices(sub)
+    _add_offline(sub)
+    _add_compare(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    # The CLI may configure logging; the library never does.
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
+                        format="inductor-perf: %(levelname)s: %(message)s")
+    try:
+        return int(args.func(args) or 0)
+    except InductorPerfError as e:
+        print(f"inductor-perf: error: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError) as e:
+        print(f"inductor-perf: error: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("inductor-perf: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

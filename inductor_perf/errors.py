@@ -1,0 +1,23 @@
+"""The exceptions users see. Each message says what was expected."""
+
+from __future__ import annotations
+
+
+class InductorPerfError(Exception):
+    """Base class of every error inductor_perf raises on purpose."""
+
+
+class OptionsError(InductorPerfError, ValueError):
+    """An unknown or ill-typed key in ``torch.compile(..., options=...)``."""
+
+
+class UnsupportedTorchError(InductorPerfError, RuntimeError):
+    """The installed torch is outside the range whose Inductor internals we test against."""
+
+
+class TraceFormatError(InductorPerfError, ValueError):
+    """A file that is not a readable Kineto / Chrome trace."""
+
+
+class DeviceSpecError(InductorPerfError, ValueError):
+    """A device row (user override file or ``options=``) that does not validate."""

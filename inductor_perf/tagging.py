@@ -1,0 +1,476 @@
+"""Codegen-time collection: kernel call site -> FX nodes -> :class:`~inductor_perf.tags.KernelTag`.
+
+Every generated and extern kernel passes through Inductor's
+``set_kernel_post_grad_provenance_tracing(node_schedule, kernel_name, is_extern)`` while the
+wrapper code is written, in call-site order, whatever the provenance-tracking level. We wrap that
+function in every module that imported it by name, only while our own compile runs, and read the
+scheduler / IR nodes it receives while they are still alive.
+
+Everything here is private Inductor API pinned to the torch range in :mod:`inductor_perf.compat`;
+tests/integration/test_internals.py fails loudly when one of these hooks moves.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import logging
+import math
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import torch
+
+from . import costs
+from .tags import EXTERN, GENERATED, KernelTag, NodeInfo
+
+log = logging.getLogger(__name__)
+
+HOOK_NAME = "set_kernel_post_grad_provenance_tracing"
+# Modules that hold a reference to the hook (imported by name). ir.py and scheduler.py import it
+# from torch._inductor.debug at call time, so patching debug covers them.
+HOOK_MODULES = (
+    "torch._inductor.debug",
+    "torch._inductor.codegen.cpp",
+    "torch._inductor.codegen.triton",
+)
+
+_ACTIVE: contextvars.ContextVar["TagCollector | None"] = contextvars.ContextVar(
+    "inductor_perf_tag_collector", default=None)
+
+
+class InjectedTaggingFailure(RuntimeError):
+    """Raised on purpose (INDUCTOR_PERF_INJECT_TAGGING_FAILURE) to test the fallback path."""
+
+
+# --- source / module helpers ----------------------------------------------------------------------
+_FRAME_RE = re.compile(r'File "([^"]+)", line (\d+)')
+_TORCH_DIR = os.path.dirname(torch.__file__) + os.sep
+
+
+def innermost_frame(stack_trace: str | None) -> str | None:
+    """``file:line`` of the last frame of an FX stack trace (the innermost user frame)."""
+    if not stack_trace:
+        return None
+    frames = _FRAME_RE.findall(stack_trace)
+    if not frames:
+        return None
+    # Dynamo records user frames; skip any frame inside torch itself should one appear.
+    user = [f for f in frames if not f[0].startswith(_TORCH_DIR)] or frames
+    path, line = user[-1]
+    return f"{path}:{line}"
+
+
+_SELF_PREFIX = re.compile(r"^L\[['\"][^'\"]+['\"]\]")
+_MODULES_ITEM = re.compile(r"\._modules\[['\"]([^'\"]+)['\"]\]")
+_GETATTR = re.compile(r"getattr\((.+), ['\"]([^'\"]+)['\"]\)")
+_INDEX = re.compile(r"\[['\"]?([^'\"\]]+)['\"]?\]")
+
+
+def normalize_module_path(path: str) -> str:
+    """Dynamo's module path -> a plain FQN.
+
+    >>> normalize_module_path("L['self'].encoder.layers[0].attn")
+    'encoder.layers.0.attn'
+    >>> normalize_module_path("L['self']._modules['fc']")
+    'fc'
+    """
+    p = path.strip()
+    while True:  # getattr(L['self'].layers, '0') -> L['self'].layers.0
+        m = _GETATTR.search(p)
+        if not m:
+            break
+        p = p[:m.start()] + f"{m.group(1)}.{m.group(2)}" + p[m.end():]
+    p = _SELF_PREFIX.sub("", p)
+    p = _MODULES_ITEM.sub(r".\1", p)
+    p = _INDEX.sub(r".\1", p)
+    return p.strip(".")
+
+
+def node_module_path(node: torch.fx.Node) -> str | None:
+    """FQN of the innermost nn.Module a node came from; "" for the root module; None if unknown.
+    Backward nodes carry only ``fwd_nn_module_stack`` (the forward node's stack)."""
+    meta = node.meta
+    stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")
+    if not stack:
+        return "" if meta.get("stack_trace") else None
+    last = list(stack.values())[-1]
+    path = last[0] if isinstance(last, tuple) else str(last)
+    return normalize_module_path(path)
+
+
+def _dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def node_info(node: torch.fx.Node) -> NodeInfo:
+    val = node.meta.get("val")
+    vals = val if isinstance(val, (list, tuple)) else [val]
+    shapes = tuple(tuple(costs.to_quantity(s) for s in v.shape) for v in vals
+                   if isinstance(v, torch.Tensor))
+    dtypes = tuple(_dtype_name(v.dtype) for v in vals if isinstance(v, torch.Tensor))
+    orig = node.meta.get("original_aten")
+    return NodeInfo(
+        name=node.name,
+        target=_target_name(node.target),
+        original_aten=_target_name(orig) if orig is not None else None,
+        shapes=shapes,
+        dtypes=dtypes,
+        module_path=node_module_path(node),
+        source=innermost_frame(node.meta.get("stack_trace")),
+    )
+
+
+def _target_name(target: Any) -> str:
+    if isinstance(target, torch._ops.OpOverload):
+        return f"{target.namespace}.{target._opname}.{target._overloadname}"
+    if isinstance(target, torch._ops.OpOverloadPacket):
+        return f"{target._qualified_op_name.replace('::', '.')}"
+    return getattr(target, "__name__", str(target))
+
+
+# --- bytes of generated kernels -------------------------------------------------------------------
+def _find_kernel_args(max_depth: int = 6) -> Any | None:
+    """The KernelArgs of the kernel being emitted, read from the codegen frames that called the
+    hook: ``self.kernel_group.args`` (C++ scheduling) or a local ``kernel.args`` (SIMD/Triton).
+    These list exactly the buffers the kernel reads and writes in memory."""
+    from torch._inductor.codegen.common import KernelArgs
+
+    frame = sys._getframe(2)
+    for _ in range(max_depth):
+        if frame is None:
+            break
+        loc = frame.f_locals
+        kernel = loc.get("kernel")
+        args = getattr(kernel, "args", None)
+        if isinstance(args, KernelArgs):
+            return args
+        group = getattr(loc.get("self"), "kernel_group", None)
+        args = getattr(group, "args", None)
+        if isinstance(args, KernelArgs):
+            return args
+        frame = frame.f_back
+    return None
+
+
+def _buffer_bytes(name: str) -> costs.Expr:
+    from torch._inductor.virtualized import V
+
+    numel = costs.to_expr(V.graph.get_numel(name))
+    return numel * V.graph.get_dtype(name).itemsize
+
+
+def _kernel_args_bytes(args: Any) -> tuple[costs.Expr, costs.Expr]:
+    from torch._inductor.codegen.common import RemovedArg
+
+    read: costs.Expr = 0
+    written: costs.Expr = 0
+    for name, inner in args.input_buffers.items():
+        if not isinstance(inner, RemovedArg):
+            read = read + _buffer_bytes(name)
+    for name, inner in args.output_buffers.items():
+        if not isinstance(inner, RemovedArg):
+            written = written + _buffer_bytes(name)
+    seen: set[str] = set()
+    for name, buf in args.inplace_buffers.items():
+        if isinstance(buf, RemovedArg) or buf.inner_name in seen:
+            continue
+        seen.add(buf.inner_name)
+        size = _buffer_bytes(name)
+        read, written = read + size, written + size
+    return read, written
+
+
+def _read_writes_bytes(snodes: Sequence[Any]) -> tuple[costs.Expr, costs.Expr]:
+    """Fallback when no KernelArgs is reachable: external reads of the fused nodes, and the writes
+    that someone outside the kernel uses."""
+    from torch._inductor.virtualized import V
+
+    names = {s.get_name() for s in snodes}
+    written_here: set[str] = set()
+    for s in snodes:
+        written_here.update(d.name for d in s.read_writes.writes)
+    reads = {d.name for s in snodes for d in s.read_writes.reads} - written_here
+    outputs = set(V.graph.get_output_names())
+    sched = V.graph.scheduler
+    materialized = set()
+    for name in written_here:
+        if name in V.graph.removed_buffers:
+            continue
+        buf = sched.name_to_buf.get(name) if sched is not None else None
+        users = getattr(buf, "users", None) or []
+        if name in outputs or any(getattr(u.node, "get_name", lambda: None)() not in names
+                                  for u in users):
+            materialized.add(name)
+    read = sum((_buffer_bytes(n) for n in sorted(reads)), 0)
+    written = sum((_buffer_bytes(n) for n in sorted(materialized)), 0)
+    return read, written
+
+
+# --- the collector ------------------------------------------------------------------------------
+@dataclass
+class _Pending:
+    kernel_name: str
+    kind: str
+    nodes: list[torch.fx.Node]
+    flops: costs.Expr
+    matmul_flops: costs.Expr
+    bytes_read: costs.Expr
+    bytes_written: costs.Expr
+    profiler_name: str
+    device: str
+    op: str | None
+    graph_lowering_id: int
+
+
+@dataclass
+class TagCollector:
+    """Collects one compiled graph's kernels while Inductor writes its wrapper code."""
+
+    graph_id: int
+    is_backward: bool
+    inject_failure: bool = False
+    pending: list[_Pending] = field(default_factory=list)
+    error: BaseException | None = None
+    profiler_graph_id: int | None = None
+
+    # Called by the hook, for every kernel call site, in call order.
+    def on_kernel(self, node_schedule: Any, kernel_name: str, is_extern: bool) -> None:
+        if self.error is not None:
+            return
+        try:
+            if self.inject_failure:
+                raise InjectedTaggingFailure("injected tagging failure (INDUCTOR_PERF_INJECT_TAGGING_FAILURE)")
+            if is_extern:
+                self.pending.append(self._extern(node_schedule, kernel_name))
+            else:
+                self.pending.append(self._generated(node_schedule, kernel_name))
+        except BaseException as e:  # never let tagging break the compile
+            self.error = e
+
+    def _graph_order(self) -> dict[torch.fx.Node, int]:
+        from torch._inductor.virtualized import V
+
+        graph = V.graph
+        cache = getattr(graph, "_inductor_perf_node_order", None)
+        if cache is None:
+            cache = {n: i for i, n in enumerate(graph.graph.nodes)}
+            graph._inductor_perf_node_order = cache
+        return cache
+
+    def _generated(self, node_schedule: Sequence[Any], kernel_name: str) -> _Pending:
+        from torch._inductor.virtualized import V
+
+        snodes = [s for s in node_schedule if getattr(s, "node", None) is not None]
+        origins: set[torch.fx.Node] = set()
+        for s in snodes:
+            for sub in (s.get_nodes() if hasattr(s, "get_nodes") else [s]):
+                if getattr(sub, "node", None) is not None:
+                    origins.update(sub.node.origins)
+        order = self._graph_order()
+        nodes = sorted(origins, key=lambda n: order.get(n, math.inf))
+        flops: costs.Expr = 0
+        mm: costs.Expr = 0
+        for n in nodes:
+            c = costs.node_cost(n)
+            flops, mm = flops + c.flops, mm + c.matmul_flops
+        args = _find_kernel_args()
+        if args is not None:
+            read, written = _kernel_args_bytes(args)
+        else:
+            read, written = _read_writes_bytes(snodes)
+        device = _device_of(snodes[0].node) if snodes else "cpu"
+        gid = V.graph.graph_id
+        if self.profiler_graph_id is None:
+            self.profiler_graph_id = gid
+        prefix = f"graph_{gid}_" if (device == "cpu" and gid is not None) else ""
+        return _Pending(kernel_name, GENERATED, nodes, flops, mm, read, written,
+                        prefix + kernel_name, device, None, id(V.graph))
+
+    def _extern(self, kernel: Any, kernel_name: str) -> _Pending:
+        from torch._inductor.virtualized import V
+
+        op = getattr(kernel, "op_overload", None)
+        origins = list(getattr(kernel, "origins", ()) or ())
+        order = self._graph_order()
+        origins.sort(key=lambda n: order.get(n, math.inf))
+        # origins over-include nearby view/pointwise nodes: prefer the node that IS the op.
+        main = None
+        packet = getattr(op, "overloadpacket", None)
+        origin_node = getattr(kernel, "origin_node", None)
+        candidates = ([origin_node] if origin_node is not None else []) + origins
+        for n in candidates:
+            if getattr(n.target, "overloadpacket", None) is packet and packet is not None:
+                main = n
+                break
+        if main is None:
+            for n in candidates:
+                if costs.is_matmul_op(n.target):
+                    main = n
+                    break
+        if main is None and origin_node is not None:
+            main = origin_node
+        nodes = [main] if main is not None else origins
+        if main is not None:
+            c = costs.node_cost(main)
+            flops, mm = c.flops, c.matmul_flops
+            read, written = costs.node_io_bytes(main)
+        else:
+            flops = mm = 0
+            read, written = _extern_ir_bytes(kernel)
+        target = op if op is not None else (main.target if main is not None else None)
+        schema_name = getattr(getattr(target, "_schema", None), "name", None)
+        profiler_name = schema_name or kernel_name
+        return _Pending(kernel_name, EXTERN, nodes, flops, mm, read, written, profiler_name,
+                        _device_of(kernel), _target_name(target) if target is not None else None,
+                        id(V.graph))
+
+    def finish(self) -> list[KernelTag]:
+        """The collected call sites as tags. Raises the first collection error, if any."""
+        if self.error is not None:
+            raise self.error
+        # cpp_wrapper (and nested subgraph lowering) may run codegen for more than one
+        # GraphLowering; the top-level graph's wrapper is the one that runs, and it is the last.
+        if self.pending:
+            last = self.pending[-1].graph_lowering_id
+            pending = [p for p in self.pending if p.graph_lowering_id == last] \
+                if len({p.graph_lowering_id for p in self.pending}) > 1 and _looks_duplicated(self.pending) \
+                else self.pending
+        else:
+            pending = []
+        tags = []
+        for i, p in enumerate(pending):
+            infos = tuple(node_info(n) for n in p.nodes)
+            lead = _lead_node(p.nodes)
+            stack = lead.meta.get("stack_trace") if lead is not None else None
+            tags.append(KernelTag(
+                graph_id=self.graph_id,
+                is_backward=self.is_backward,
+                kernel_name=p.kernel_name,
+                kind=p.kind,
+                call_index=i,
+                nodes=infos,
+                flops=costs.to_quantity(p.flops),
+                matmul_flops=costs.to_quantity(p.matmul_flops),
+                bytes_read=costs.to_quantity(p.bytes_read),
+                bytes_written=costs.to_quantity(p.bytes_written),
+                source=innermost_frame(stack),
+                stack_trace=stack,
+                module_path=node_module_path(lead) if lead is not None else None,
+                profiler_name=p.profiler_name,
+                device=p.device,
+                op=p.op,
+            ))
+        return tags
+
+
+def _looks_duplicated(pending: list[_Pending]) -> bool:
+    """True when the call sites of the last lowering repeat those of an earlier one (two codegen
+    passes over the same graph, as cpp_wrapper does), rather than nested subgraphs."""
+    last = pending[-1].graph_lowering_id
+    tail = [p.kernel_name for p in pending if p.graph_lowering_id == last]
+    head = [p.kernel_name for p in pending if p.graph_lowering_id != last]
+    return len(head) == len(tail)
+
+
+def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:
+    """The node a kernel is attributed to (source line, module): the one with the most FLOPs,
+    matmul work first; ties go to the latest node in graph order (the kernel's output end)."""
+    best = None
+    best_key: tuple[int, int] | None = None
+    for n in nodes:
+        if not n.meta.get("stack_trace") and not n.meta.get("nn_module_stack") \
+                and not n.meta.get("fwd_nn_module_stack"):
+            continue
+        c = costs.node_cost(n)
+        key = (_hint(c.matmul_flops), _hint(c.flops))
+        if best_key is None or key >= best_key:
+            best, best_key = n, key
+    return best if best is not None else (nodes[-1] if nodes else None)
+
+
+def _hint(x: costs.Expr) -> int:
+    """A size hint for ranking only (never for a decision Dynamo could guard on)."""
+    if isinstance(x, int):
+        return x
+    try:
+        return int(x.subs({s: 64 for s in x.free_symbols}))
+    except Exception:
+        return 0
+
+
+def _device_of(ir_node: Any) -> str:
+    try:
+        dev = ir_node.get_device()
+        return dev.type if dev is not None else "cpu"
+    except Exception:
+        return "cpu"
+
+
+def _extern_ir_bytes(kernel: Any) -> tuple[costs.Expr, costs.Expr]:
+    read: costs.Expr = 0
+    for inp in getattr(kernel, "inputs", ()) or ():
+        try:
+            read = read + math.prod(costs.to_expr(s) for s in inp.get_size()) * inp.get_dtype().itemsize
+        except Exception:
+            continue
+    try:
+        written = math.prod(costs.to_expr(s) for s in kernel.get_size()) * kernel.get_dtype().itemsize
+    except Exception:
+        written = 0
+    return read, written
+
+
+# --- installing the hook ------------------------------------------------------------------------
+def _make_hook(original: Any) -> Any:
+    def set_kernel_post_grad_provenance_tracing(node_schedule: Any, kernel_name: str,
+                                                is_extern: bool = False) -> Any:
+        result = original(node_schedule, kernel_name, is_extern)
+        collector = _ACTIVE.get()
+        if collector is not None and kernel_name:
+            collector.on_kernel(node_schedule, kernel_name, is_extern)
+        return result
+
+    set_kernel_post_grad_provenance_tracing._inductor_perf_original = original  # type: ignore[attr-defined]
+    return set_kernel_post_grad_provenance_tracing
+
+
+@contextlib.contextmanager
+def collecting(collector: TagCollector) -> Iterator[TagCollector]:
+    """Route Inductor's provenance hook to ``collector`` for the duration of one inner compile.
+
+    The wrapper is installed in every module that imported the hook by name and removed again on
+    exit, so compiles by other backends never see it.
+    """
+    import importlib
+
+    import torch._inductor.debug as debug
+
+    importlib.import_module("torch._inductor.codegen.cpp")
+    current = getattr(debug, HOOK_NAME)
+    original = getattr(current, "_inductor_perf_original", current)
+    hook = _make_hook(original)
+    patched = []
+    for name in HOOK_MODULES:
+        mod = sys.modules.get(name)
+        if mod is None or not hasattr(mod, HOOK_NAME):
+            continue
+        prev = getattr(mod, HOOK_NAME)
+        setattr(mod, HOOK_NAME, hook)
+        patched.append((mod, prev))
+    token = _ACTIVE.set(collector)
+    try:
+        yield collector
+    finally:
+        _ACTIVE.reset(token)
+        for mod, prev in reversed(patched):
+            if getattr(mod, HOOK_NAME) is hook:
+                setattr(mod, HOOK_NAME, prev)
+        # A module imported during the compile (e.g. codegen.triton) copied our hook by name.
+        for name in HOOK_MODULES:
+            mod = sys.modules.get(name)
+            if mod is not None and getattr(mod, HOOK_NAME, None) is hook:
+                setattr(mod, HOOK_NAME, original)
