@@ -27,9 +27,21 @@ from .tags import REGISTRY, GraphTags, KernelTag
 
 log = logging.getLogger(__name__)
 
-# Bump when the tag format or the cost conventions change: it namespaces our FX graph cache
-# entries and the tag files stored beside them.
+# Bump when the tag format changes. Together with a hash of the modules that compute tags it
+# namespaces our FX graph cache entries and the tag files stored beside them, so a changed cost
+# convention never reads tags computed by older code.
 TAG_FORMAT_VERSION = "1"
+_TAG_SOURCES = ("tags.py", "tagging.py", "costs.py", "backend.py")
+
+
+@functools.lru_cache(maxsize=1)
+def tag_code_hash() -> str:
+    h = hashlib.sha256(TAG_FORMAT_VERSION.encode())
+    here = os.path.dirname(os.path.abspath(__file__))
+    for name in _TAG_SOURCES:
+        with open(os.path.join(here, name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
 
 # Our own keys in torch.compile(options=...); every other key must be an Inductor config key.
 OUR_OPTIONS: dict[str, str] = {
@@ -132,7 +144,7 @@ def _namespace_pass(existing: Any) -> Any:
             inner = existing.uuid() if existing is not None and hasattr(existing, "uuid") else None
             if existing is not None and inner is None:
                 return None  # the user's pass is not cacheable: neither are we
-            return f"inductor_perf-{TAG_FORMAT_VERSION}-{inner}"
+            return f"inductor_perf-{tag_code_hash()}-{inner}"
 
     return _InductorPerfNamespace()
 
@@ -277,7 +289,7 @@ def _rebase(tag: KernelTag, graph: GraphTags) -> KernelTag:
 def _tags_dir() -> str:
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
-    return os.path.join(cache_dir(), "inductor_perf", f"tags-v{TAG_FORMAT_VERSION}")
+    return os.path.join(cache_dir(), "inductor_perf", f"tags-{tag_code_hash()}")
 
 
 def _tags_path(cache_key: str) -> str:

@@ -266,15 +266,24 @@ class TagCollector:
 
         snodes = [s for s in node_schedule if getattr(s, "node", None) is not None]
         origins: set[torch.fx.Node] = set()
+        # Matmul-like nodes this kernel really computes: those of template nodes (mm/conv
+        # templates). A matmul node can also appear among the origins of a layout copy or an
+        # epilogue fed to an extern kernel; the extern kernel counts its FLOPs, not this one.
+        computed_mm: set[torch.fx.Node] = set()
         for s in snodes:
             for sub in (s.get_nodes() if hasattr(s, "get_nodes") else [s]):
-                if getattr(sub, "node", None) is not None:
-                    origins.update(sub.node.origins)
+                if getattr(sub, "node", None) is None:
+                    continue
+                origins.update(sub.node.origins)
+                if sub.is_template():
+                    computed_mm.update(sub.node.origins)
         order = self._graph_order()
         nodes = sorted(origins, key=lambda n: order.get(n, math.inf))
         flops: costs.Expr = 0
         mm: costs.Expr = 0
         for n in nodes:
+            if costs.is_matmul_op(n.target) and n not in computed_mm:
+                continue
             c = costs.node_cost(n)
             flops, mm = flops + c.flops, mm + c.matmul_flops
         args = _find_kernel_args()
@@ -293,6 +302,8 @@ class TagCollector:
     def _extern(self, kernel: Any, kernel_name: str) -> _Pending:
         from torch._inductor.virtualized import V
 
+        if self.profiler_graph_id is None:
+            self.profiler_graph_id = V.graph.graph_id
         op = getattr(kernel, "op_overload", None)
         origins = list(getattr(kernel, "origins", ()) or ())
         order = self._graph_order()
@@ -323,7 +334,9 @@ class TagCollector:
             read, written = _extern_ir_bytes(kernel)
         target = op if op is not None else (main.target if main is not None else None)
         schema_name = getattr(getattr(target, "_schema", None), "name", None)
-        profiler_name = schema_name or kernel_name
+        # Under cpp_wrapper the trace shows the C shim (aoti_torch_cpu_addmm_out), which is
+        # the kernel name Inductor passes us; the Python wrapper calls the aten op itself.
+        profiler_name = kernel_name if V.graph.cpp_wrapper else (schema_name or kernel_name)
         return _Pending(kernel_name, EXTERN, nodes, flops, mm, read, written, profiler_name,
                         _device_of(kernel), _target_name(target) if target is not None else None,
                         id(V.graph))

@@ -1,0 +1,321 @@
+"""The only formatter: summaries and generic tables as text, markdown or JSON.
+
+Text is meant for a 100-column terminal: headline numbers first, then tables whose widest text
+columns are shortened (middle ellipsis, so a kernel's trailing index stays visible). JSON is strict
+(``allow_nan=False``). Later features (compiled-vs-eager comparison) reuse :func:`render_table` and
+the unit helpers.
+
+Example::
+
+    >>> print(render_table(["op", "time"], [["mm", "1.00 ms"]], "markdown"))
+    | op | time |
+    |:---|:---|
+    | mm | 1.00 ms |
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any, Sequence
+
+FORMATS = ("text", "markdown", "json")
+TEXT_WIDTH = 100
+_NA = "-"
+
+
+# --- Units ----------------------------------------------------------------------------------------
+def _sig(x: float, digits: int = 3) -> str:
+    """``x`` with ``digits`` significant digits, never in exponent notation."""
+    if x == 0:
+        return "0"
+    mag = int(math.floor(math.log10(abs(x))))
+    decimals = max(0, digits - 1 - mag)
+    return f"{x:.{decimals}f}"
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def fmt_time_us(us: float | None) -> str:
+    """A duration given in µs: ``'812 ns'``-free on purpose: ``0.31 µs``, ``12.3 µs``, ``1.44 ms``, ``2.05 s``."""
+    if not _finite(us):
+        return _NA
+    a = abs(us)
+    if a >= 1e6:
+        return f"{_sig(us / 1e6)} s"
+    if a >= 1e3:
+        return f"{_sig(us / 1e3)} ms"
+    return f"{_sig(us)} µs"
+
+
+def _scaled(x: float | None, unit: str, steps: Sequence[tuple[float, str]]) -> str:
+    if not _finite(x):
+        return _NA
+    for scale, prefix in steps:
+        if abs(x) >= scale:
+            return f"{_sig(x / scale)} {prefix}{unit}"
+    return f"{_sig(x)} {unit}"
+
+
+_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
+
+
+def fmt_flop(flop: float | None) -> str:
+    """A FLOP count: ``4.87 MFLOP``, ``1.61 GFLOP``, ``2.00 TFLOP``."""
+    return _scaled(flop, "FLOP", _SI)
+
+
+def fmt_bytes(nbytes: float | None) -> str:
+    """A byte count, decimal units: ``512 kB``, ``3.20 MB``, ``1.50 GB``."""
+    return _scaled(nbytes, "B", _SI)
+
+
+def fmt_gb(gb: float | None) -> str:
+    """A size given in GB (1e9 bytes), shown with a fitting unit."""
+    return fmt_bytes(gb * 1e9) if _finite(gb) else _NA
+
+
+def fmt_tflops(tflops: float | None) -> str:
+    """A rate given in TFLOP/s: ``1.23 TFLOP/s``, ``456 GFLOP/s``."""
+    return _scaled(tflops * 1e12, "FLOP/s", _SI) if _finite(tflops) else _NA
+
+
+def fmt_gbps(gbps: float | None) -> str:
+    """A bandwidth given in GB/s: ``12.3 GB/s``, ``1.20 TB/s``, ``456 MB/s``."""
+    return _scaled(gbps * 1e9, "B/s", _SI) if _finite(gbps) else _NA
+
+
+def fmt_pct(pct: float | None) -> str:
+    """A percentage with one decimal: ``36.2 %``."""
+    return f"{pct:.1f} %" if _finite(pct) else _NA
+
+
+def fmt_si(x: float | None) -> str:
+    """A bare number with an SI prefix, for narrow columns: ``1.61G``, ``512k``, ``12``."""
+    if not _finite(x):
+        return _NA
+    for scale, prefix in _SI:
+        if abs(x) >= scale:
+            return f"{_sig(x / scale)}{prefix}"
+    return _sig(x)
+
+
+def _roof_pct(row: dict[str, Any]) -> float | None:
+    vals = [v for v in (row.get("flops_pct"), row.get("bandwidth_pct")) if _finite(v)]
+    return max(vals) if vals else None
+
+
+def _short_source(src: str | None) -> str:
+    """``/long/path/model.py:12`` -> ``model.py:12`` (the full path stays in JSON)."""
+    if not src:
+        return _NA
+    return src.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def fmt_count(n: int | None) -> str:
+    return f"{n:,}" if isinstance(n, int) and not isinstance(n, bool) else _NA
+
+
+# --- Tables ---------------------------------------------------------------------------------------
+def _cell(value: Any) -> str:
+    if value is None:
+        return _NA
+    if isinstance(value, float):
+        return _sig(value) if math.isfinite(value) else _NA
+    return str(value)
+
+
+def _shorten(s: str, width: int) -> str:
+    if len(s) <= width:
+        return s
+    if width <= 1:
+        return s[:width]
+    keep = width - 1
+    head = (keep + 1) // 2
+    return s[:head] + "…" + s[len(s) - (keep - head):]
+
+
+def _json_safe(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, *,
+                 align: Sequence[str] | None = None, width: int = TEXT_WIDTH) -> str:
+    """Render rows as ``text`` (aligned columns fitted to ``width``), ``markdown`` or ``json``.
+
+    ``align`` is one ``"l"``/``"r"`` per column; by default columns whose values are all numbers
+    (or None) are right-aligned. Cells are shown with ``str`` (floats to 3 significant digits); pass
+    preformatted strings for units. JSON gives a list of ``{header: value}`` objects with raw values.
+
+    >>> print(render_table(["a", "n"], [["x", 1], ["yy", 22]], "text"))
+    a    n
+    --  --
+    x    1
+    yy  22
+    """
+    _check_fmt(fmt)
+    ncol = len(headers)
+    for r in rows:
+        if len(r) != ncol:
+            raise ValueError(f"table row has {len(r)} cells; expected {ncol} (one per header)")
+    if fmt == "json":
+        return json.dumps([dict(zip(headers, (_json_safe(v) for v in r))) for r in rows],
+                          indent=2, allow_nan=False)
+    if align is None:
+        align = ["r" if rows and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+                                     for v in (r[i] for r in rows)) else "l" for i in range(ncol)]
+    cells = [[_cell(v) for v in r] for r in rows]
+    if fmt == "markdown":
+        def esc(s: str) -> str:
+            return s.replace("|", "\\|").replace("\n", " ")
+        out = ["| " + " | ".join(esc(h) for h in headers) + " |",
+               "|" + "|".join(("---:" if a == "r" else ":---") for a in align) + "|"]
+        out += ["| " + " | ".join(esc(c) for c in r) + " |" for r in cells]
+        return "\n".join(out)
+    # text: shrink the widest left-aligned (text) columns until the table fits
+    widths = [max([len(headers[i])] + [len(r[i]) for r in cells]) for i in range(ncol)]
+    sep = 2
+    while sum(widths) + sep * (ncol - 1) > width:
+        shrinkable = [i for i in range(ncol) if align[i] == "l" and widths[i] > max(12, len(headers[i]))]
+        if not shrinkable:
+            break
+        i = max(shrinkable, key=lambda j: widths[j])
+        widths[i] -= 1
+
+    def line(vals: Sequence[str]) -> str:
+        parts = []
+        for i, v in enumerate(vals):
+            v = _shorten(v, widths[i])
+            parts.append(v.rjust(widths[i]) if align[i] == "r" else v.ljust(widths[i]))
+        return (" " * sep).join(parts).rstrip()
+
+    out = [line(list(headers)), (" " * sep).join("-" * w for w in widths)]
+    out += [line(r) for r in cells]
+    return "\n".join(out)
+
+
+def _check_fmt(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise ValueError(f"unknown format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# --- Summary --------------------------------------------------------------------------------------
+_KIND_LABEL = {"generated": "generated", "extern_matmul": "extern matmul/conv/attn", "other": "other"}
+
+
+def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    ev = f"{fmt_count(d['events_used'])} events"
+    nskip = sum(d["skipped"].values())
+    if nskip:
+        ev += f", {fmt_count(nskip)} skipped"
+    pairs.append(("Window", f"{fmt_time_us(d['wall_us'])}  ({ev})"))
+    pairs.append(("Device busy", f"{fmt_pct(d['busy_pct'])}  ({fmt_time_us(d['busy_us'])} busy in "
+                                 f"{fmt_count(d['kernel_count'])} kernels on {d['timelines']} timeline(s); "
+                                 f"definition: {d['kernel_definition']})"))
+    pairs.append(("Idle", f"{fmt_time_us(d['idle_us'])}  ({fmt_count(d['gap_count'])} gaps)"))
+    split = ", ".join(f"{_KIND_LABEL.get(k, k)} {fmt_pct(d['time_split_pct'].get(k))}"
+                      for k in d["time_split_us"])
+    pairs.append(("Kernel time", f"{fmt_time_us(d['kernel_time_us'])}: {split}"))
+    if d["achieved_tflops"] is None and d["achieved_gbps"] is None:
+        ach = "unknown (no kernel_flop / kernel_num_gb args in this trace)"
+    else:
+        ach = f"{fmt_tflops(d['achieved_tflops'])}, {fmt_gbps(d['achieved_gbps'])}"
+    if d["flop"] is not None:
+        ach += f"  ({fmt_flop(d['flop'])}, {fmt_gb(d['gb'])} moved; FLOPs known for " \
+               f"{fmt_pct(d['flop_coverage_pct'])} of kernel time)"
+    pairs.append(("Achieved", ach))
+    p = d["peak"]
+    if p["peak_tflops"] is not None or p["mem_bandwidth_gbs"] is not None:
+        pairs.append(("Of peak", f"{fmt_pct(d['flops_pct_of_peak'])} of {fmt_tflops(p['peak_tflops'])} "
+                                 f"{p['dtype'] or ''}, {fmt_pct(d['bandwidth_pct_of_peak'])} of "
+                                 f"{fmt_gbps(p['mem_bandwidth_gbs'])}  (device: {p['device'] or '?'}; "
+                                 f"peaks: {p['peak_source'] or '?'})"))
+    else:
+        pairs.append(("Of peak", "unknown (no device peaks given)"))
+    dist = d.get("distributed")
+    if dist:
+        pairs.append(("Distributed", ", ".join(f"{k} {v}" for k, v in dist.items())))
+    return pairs
+
+
+def _tables(d: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]], list[str] | None]]:
+    """(title, headers, rows, align) of every table, cells already in display units."""
+    # 100 columns hold ten columns only with compact numbers: SI prefix without the unit word.
+    k_rows = [[r["name"], r["count"], fmt_time_us(r["total_us"]), fmt_time_us(r["mean_us"]),
+               fmt_pct(r["share_of_busy_pct"]), fmt_si(r["flop"]),
+               fmt_si(r["gb"] * 1e9 if _finite(r["gb"]) else None), fmt_pct(_roof_pct(r)),
+               r["bound"] or _NA, _short_source(r["source"])]
+              for r in d["top_kernels"]]
+    tables = [(f"Top kernels by total time ({len(k_rows)} of {d['distinct_kernels']}; Peak = % of the "
+               "nearer roof, compute or memory)",
+               ["Kernel", "Calls", "Total", "Mean", "Busy", "FLOP", "Bytes", "Peak", "Bound", "Source"],
+               k_rows, list("lrrrrrrrll"))]
+    for key, title, n in (("modules", "By module", "distinct_modules"),
+                          ("lines", "By source line", "distinct_lines")):
+        rows = [[_short_source(r["key"]) if key == "lines" else r["key"], r["count"], fmt_time_us(r["total_us"]), fmt_pct(r["share_of_busy_pct"]),
+                 fmt_flop(r["flop"]), fmt_gb(r["gb"]), fmt_tflops(r["achieved_tflops"])] for r in d[key]]
+        tables.append((f"{title} ({len(rows)} of {d[n]})",
+                       ["Module" if key == "modules" else "Source", "Calls", "Time", "Busy", "FLOP", "Bytes",
+                        "Rate"], rows, list("lrrrrrr")))
+    idle = [[r["host"], fmt_time_us(r["idle_us"]), fmt_pct(r["share_of_idle_pct"]), r["gaps"],
+             _short_source(r["source"])] for r in d["idle_by_host"]]
+    tables.append(("Idle time by host activity (innermost host event on the launching thread)",
+                   ["Host activity", "Idle", "Of idle", "Gaps", "Python frame"], idle, list("lrrrl")))
+    gaps = [[fmt_time_us(g["dur_us"]), "+" + fmt_time_us(g["start_us"]), g["position"],
+             g["host_innermost"] or _NA, g["next_kernel"] or g["prev_kernel"] or _NA, _short_source(g["source"])]
+            for g in d["gaps"]]
+    tables.append((f"Longest idle gaps ({len(gaps)} of {d['gap_count']})",
+                   ["Idle", "At", "Where", "Host activity", "Next kernel", "Source"], gaps, list("rrllll")))
+    return tables
+
+
+def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None) -> str:
+    """Render a :class:`inductor_perf.summary.Summary` (or its ``to_dict()``) as text, markdown or JSON.
+
+    All three carry the same numbers: text and markdown show them in human units.
+    """
+    _check_fmt(fmt)
+    d = summary if isinstance(summary, dict) else summary.to_dict()
+    if fmt == "json":
+        return json.dumps(d, indent=2, allow_nan=False, sort_keys=True)
+    name = title or d.get("label") or "trace"
+    head = _headline(d)
+    tables = _tables(d)
+    out: list[str] = []
+    if fmt == "markdown":
+        out.append(f"## inductor_perf summary: {name}")
+        out.append("")
+        out.append(render_table(["Metric", "Value"], head, "markdown", align=["l", "l"]))
+        for t_title, headers, rows, align in tables:
+            if rows:
+                out += ["", f"### {t_title}", "", render_table(headers, rows, "markdown", align=align)]
+        if d["notes"]:
+            out += ["", "### Notes", ""] + [f"- {n}" for n in d["notes"]]
+        return "\n".join(out) + "\n"
+    out.append(f"inductor_perf summary: {name}")
+    out.append("=" * min(TEXT_WIDTH, len(out[0])))
+    label_w = max(len(k) for k, _ in head)
+    for k, v in head:
+        out.append(_wrap(f"{k.ljust(label_w)}  ", v))
+    for t_title, headers, rows, align in tables:
+        if rows:
+            out += ["", t_title, render_table(headers, rows, "text", align=align)]
+    if d["notes"]:
+        out += ["", "Notes"] + [_wrap("- ", n) for n in d["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def _wrap(prefix: str, text: str) -> str:
+    import textwrap
+
+    return textwrap.fill(text, width=TEXT_WIDTH, initial_indent=prefix,
+                         subsequent_indent=" " * len(prefix), break_on_hyphens=False)
