@@ -20,17 +20,24 @@ _EXPORTS = {
     "GraphTags": "tags",
     "kernel_table": "tags",
     "graph_table": "tags",
+    "profile": "capture",
+    "CaptureResult": "capture",
     "InductorPerfError": "errors",
     "OptionsError": "errors",
     "UnsupportedTorchError": "errors",
     "TraceFormatError": "errors",
     "DeviceSpecError": "errors",
+    "DeviceSpec": "devices",
+    "lookup_device": "devices",
+    "resolve_device": "devices",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import inductor_perf_backend
+    from .capture import CaptureResult, profile
+    from .devices import DeviceSpec, lookup_device, resolve_device
     from .errors import (DeviceSpecError, InductorPerfError, OptionsError, TraceFormatError,
                          UnsupportedTorchError)
     from .tags import GraphTags, KernelTag, NodeInfo, graph_table, kernel_table

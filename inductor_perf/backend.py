@@ -174,6 +174,13 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
         patches.get("post_grad_custom_post_pass", inductor_config.post_grad_custom_post_pass))
     if _kernel_profile_wanted(ours):
         patches.setdefault("cpp.enable_kernel_profile", True)
+    if env.get_str(env.TRACE_DIR):
+        try:
+            from .capture import ensure_auto_capture
+
+            ensure_auto_capture()
+        except Exception as e:
+            _warn_once("inductor_perf: could not arm automatic capture (%s)", e)
     inner = functools.partial(_tagging_inner_compile,
                               markers=bool(ours.get("inductor_perf.markers", True)))
     # An AOTAutograd cache hit skips inner_compile entirely (and its key ignores inner_compile):

@@ -4,7 +4,7 @@ The marker lets a trace's kernel events join exactly to their compile-time tags:
 backward, repeated kernels, identical subgraphs, graph breaks and cache hits all get distinct
 instance ids, and under dynamic shapes the marker carries the call's size-symbol values.
 
-Cost: with no profiler running the wrapper does one attribute read (~40 ns) per graph call; with
+Cost: with no profiler running the wrapper does two attribute reads (~60 ns) per graph call; with
 a profiler it uses ``_RecordFunctionFast`` (~0.25 us), not ``record_function`` (~6 us).
 """
 
@@ -55,6 +55,19 @@ def parse_marker(name: str) -> tuple[int, bool, dict[str, int]] | None:
     return int(m.group(1)), m.group(2) == "bwd", symbols
 
 
+class _CallHook:
+    """The capture session that wants to see graph calls (None when no capture is armed).
+
+    Set and cleared by :mod:`inductor_perf.capture`; read on every graph call, so it is a plain
+    class attribute rather than anything costlier."""
+
+    session: Any = None
+    auto_armed: bool = False
+
+
+CALL_HOOK = _CallHook
+
+
 def wrap_callable(fn: Callable[[Any], Any], graph: GraphTags) -> Callable[[Any], Any]:
     """``fn`` (a compiled graph's boxed callable) emitting a marker when a profiler is on."""
     instance_id, is_backward = graph.instance_id, graph.is_backward
@@ -62,8 +75,16 @@ def wrap_callable(fn: Callable[[Any], Any], graph: GraphTags) -> Callable[[Any],
     record = torch._C._profiler._RecordFunctionFast
     profiler = torch.autograd.profiler
 
+    hook = CALL_HOOK
+
     def run(inputs: Any) -> Any:
-        # Checking the flag first keeps the profiler-off path at one attribute read.
+        session = hook.session
+        if session is not None:
+            try:
+                session.before_call(graph)  # may open or close the profiling window
+            except Exception:  # capture must never break the run
+                hook.session = None
+        # Checking the flag first keeps the profiler-off path at two attribute reads.
         if not profiler._is_profiler_enabled:
             return fn(inputs)
         # Read the sizes before the call: boxed callables clear their input list.

@@ -1,0 +1,334 @@
+"""The profiling window: from an env var (automatic) or a context manager (explicit), per process.
+
+Automatic: with ``INDUCTOR_PERF_TRACE_DIR`` set, the first compile arms a session. A *step* is
+counted at each call of the first forward graph the process runs (the step's first compiled
+graph); after ``INDUCTOR_PERF_SKIP`` steps (compile and warm-up) the profiler starts right before
+that call, and it stops right before the call that begins step ``SKIP + INDUCTOR_PERF_STEPS``, so
+the recorded steps are whole: forward, backward, and whatever the loop does in between.
+
+Explicit::
+
+    with inductor_perf.profile("out") as p:
+        for batch in loader:
+            train_step(batch)
+            p.step()
+    print(p.result.summary_text)
+
+Either way the trace is joined to the compile-time tags, augmented, summarized, and written as
+``<dir>/<name>.trace.json.gz``, ``<name>.summary.txt`` and ``<name>.summary.json``, atomically; one
+line on stderr says where. Nothing here may break the user's run: every failure is a warning.
+"""
+
+from __future__ import annotations
+
+import atexit
+import datetime
+import json
+import logging
+import os
+import socket
+import sys
+import tempfile
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from . import config as env
+from . import markers
+from .tags import REGISTRY, GraphTags
+
+log = logging.getLogger(__name__)
+
+DEFAULT_SKIP_STEPS = 3
+DEFAULT_RECORD_STEPS = 2
+
+
+@dataclass
+class CaptureResult:
+    """What a finished capture wrote and found."""
+
+    trace_path: str | None = None
+    summary_txt_path: str | None = None
+    summary_json_path: str | None = None
+    summary: Any = None
+    summary_text: str = ""
+    warnings: list[str] = field(default_factory=list)
+    events_tagged: int = 0
+    steps: int = 0
+
+
+def _rank() -> tuple[int | None, int | None]:
+    try:
+        import torch.distributed as dist
+
+        if dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+    except Exception:
+        pass
+    rank = os.environ.get("RANK")
+    world = os.environ.get("WORLD_SIZE")
+    return (int(rank) if rank and rank.isdigit() else None,
+            int(world) if world and world.isdigit() else None)
+
+
+def _unique_base(out_dir: str, name: str | None) -> str:
+    """``<dir>/<name>`` that no earlier run used (names carry host, pid, rank and time)."""
+    rank, _ = _rank()
+    if name is None:
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+        host = socket.gethostname().split(".")[0] or "host"
+        name = f"{host}_pid{os.getpid()}" + (f"_rank{rank}" if rank is not None else "") + f"_{stamp}"
+    base = os.path.join(out_dir, name)
+    n = 1
+    candidate = base
+    while any(os.path.exists(candidate + ext) for ext in (".trace.json.gz", ".summary.txt", ".summary.json")):
+        n += 1
+        candidate = f"{base}_{n}"
+    return candidate
+
+
+def _write_text_atomic(path: str, text: str) -> None:
+    d = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None) -> CaptureResult:
+    """Join, augment, summarize and write one raw Kineto trace. Raises on I/O errors."""
+    from .augment import augment_trace
+    from .devices import resolve_device
+    from .join import costs_from_tags
+    from .report import format_summary
+    from .summary import summarize
+    from .trace_format import load_trace, save_trace
+
+    trace = load_trace(raw_path)
+    costs, jstats = costs_from_tags(trace, REGISTRY.get)
+    on_gpu = any(isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
+    device = None
+    try:
+        device = resolve_device("cuda" if on_gpu else "cpu")
+    except Exception as e:  # peaks are optional: the trace is still useful without them
+        log.warning("inductor_perf: could not determine device peaks (%s)", e)
+    augmented, astats = augment_trace(trace, costs, device, device_events_only=on_gpu)
+    summary = summarize(augmented, device=device)
+    warnings = list(extra_warnings or []) + jstats.warnings()
+    result = CaptureResult(summary=summary, warnings=warnings, events_tagged=len(costs))
+    text = format_summary(summary, "text")
+    if warnings:
+        text += "\n\nNotes:\n" + "\n".join(f"- {w}" for w in warnings)
+    result.summary_text = text
+    payload = summary.to_dict()
+    payload["capture"] = {"warnings": warnings, "events_tagged": len(costs),
+                          "markers": jstats.markers, "unmatched_call_sites": jstats.unmatched_call_sites}
+    result.trace_path = base + ".trace.json.gz"
+    result.summary_txt_path = base + ".summary.txt"
+    result.summary_json_path = base + ".summary.json"
+    save_trace(augmented, result.trace_path)
+    _write_text_atomic(result.summary_txt_path, text + "\n")
+    _write_text_atomic(result.summary_json_path, json.dumps(payload, indent=1, allow_nan=False) + "\n")
+    return result
+
+
+class _Window:
+    """A torch.profiler run whose trace ends up processed in ``out_dir``."""
+
+    def __init__(self, out_dir: str, name: str | None) -> None:
+        self.out_dir = out_dir
+        self.name = name
+        self.prof: Any = None
+        self.steps = 0
+        self.result: CaptureResult | None = None
+
+    def start(self) -> bool:
+        if torch.autograd.profiler._is_profiler_enabled:
+            log.warning("inductor_perf: a profiler is already running; not starting another "
+                        "(no inductor_perf trace for this window)")
+            return False
+        try:
+            os.makedirs(self.out_dir, exist_ok=True)
+            if not os.access(self.out_dir, os.W_OK):
+                raise PermissionError(f"directory {self.out_dir!r} is not writable")
+        except OSError as e:
+            log.warning("inductor_perf: cannot write traces to %s (%s); capture is off", self.out_dir, e)
+            return False
+        from torch.profiler import ProfilerActivity, profile
+
+        activities = [ProfilerActivity.CPU]
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            activities.append(ProfilerActivity.CUDA)
+        try:
+            # record_shapes lets offline tools recompute extern FLOPs; with_stack is off: it slows
+            # profiled steps a lot and our tags already carry the user's source lines.
+            self.prof = profile(activities=activities, record_shapes=True)
+            self.prof.__enter__()
+        except Exception as e:
+            self.prof = None
+            log.warning("inductor_perf: could not start the profiler (%s)", e)
+            return False
+        return True
+
+    @property
+    def running(self) -> bool:
+        return self.prof is not None
+
+    def stop(self, note: str | None = None) -> CaptureResult | None:
+        prof, self.prof = self.prof, None
+        if prof is None:
+            return None
+        try:
+            prof.__exit__(None, None, None)
+            base = _unique_base(self.out_dir, self.name)
+            fd, raw = tempfile.mkstemp(dir=self.out_dir, prefix=".raw-", suffix=".json")
+            os.close(fd)
+            try:
+                prof.export_chrome_trace(raw)
+                result = process_trace(raw, base, extra_warnings=[note] if note else None)
+            finally:
+                if os.path.exists(raw):
+                    os.unlink(raw)
+            result.steps = self.steps
+            self.result = result
+            print(f"inductor_perf: wrote {result.trace_path} and {os.path.basename(base)}"
+                  f".summary.txt/.json ({result.events_tagged} kernel events tagged)", file=sys.stderr)
+            return result
+        except Exception as e:  # full disk, unwritable dir, a bad trace: warn, never raise
+            log.warning("inductor_perf: could not write the profile to %s (%s: %s)",
+                        self.out_dir, type(e).__name__, e)
+            return None
+
+
+class AutoCapture:
+    """The env-var session: counts steps at graph calls and opens one window."""
+
+    def __init__(self, out_dir: str, skip_steps: int, record_steps: int) -> None:
+        self.window = _Window(out_dir, None)
+        self.skip_steps = skip_steps
+        self.record_steps = record_steps
+        self.anchor: int | None = None
+        self.steps_seen = 0
+        self.done = False
+        self._lock = threading.Lock()
+
+    def before_call(self, graph: GraphTags) -> None:
+        if self.done:
+            return
+        if self.anchor is None:
+            if graph.is_backward:
+                return
+            self.anchor = graph.instance_id
+        if graph.instance_id != self.anchor:
+            return
+        with self._lock:
+            self.steps_seen += 1
+            if self.steps_seen == self.skip_steps + 1:
+                if not self.window.start():
+                    self.done = True
+                    uninstall(self)
+            elif self.window.running:
+                self.window.steps += 1  # one more whole step recorded
+                if self.window.steps >= self.record_steps:
+                    self.done = True
+                    self.window.stop()
+                    uninstall(self)
+
+    def at_exit(self) -> None:
+        if self.window.running:
+            self.window.steps += 1
+            self.window.stop(note=f"the program ended inside the window: {self.window.steps} "
+                                  f"of {self.record_steps} step(s) recorded, the last one may be partial")
+        elif not self.done:
+            log.warning("inductor_perf: %s is set but only %d step(s) ran, fewer than the %d skipped "
+                        "for warm-up; nothing was captured (lower %s)", env.TRACE_DIR,
+                        self.steps_seen, self.skip_steps, env.SKIP_CALLS)
+        self.done = True
+
+
+_install_lock = threading.Lock()
+
+
+def install(session: Any) -> None:
+    markers.CALL_HOOK.session = session
+
+
+def uninstall(session: Any) -> None:
+    if markers.CALL_HOOK.session is session:
+        markers.CALL_HOOK.session = None
+
+
+def capture_requested() -> bool:
+    """True when compiles should name their CPU kernels in traces (a capture is configured)."""
+    return bool(env.get_str(env.TRACE_DIR)) or markers.CALL_HOOK.session is not None \
+        or _ExplicitCount.active > 0
+
+
+def ensure_auto_capture() -> AutoCapture | None:
+    """Arm the env-var session once per process (called by the backend at compile time)."""
+    out_dir = env.get_str(env.TRACE_DIR)
+    if not out_dir:
+        return None
+    with _install_lock:
+        current = markers.CALL_HOOK.session
+        if isinstance(current, AutoCapture) or markers.CALL_HOOK.auto_armed:
+            return current if isinstance(current, AutoCapture) else None
+        try:
+            skip = env.get_int(env.SKIP_CALLS, DEFAULT_SKIP_STEPS)
+            steps = env.get_int(env.RECORD_STEPS, DEFAULT_RECORD_STEPS, minimum=1)
+        except ValueError as e:
+            log.warning("inductor_perf: %s; using the defaults", e)
+            skip, steps = DEFAULT_SKIP_STEPS, DEFAULT_RECORD_STEPS
+        session = AutoCapture(out_dir, skip, steps)
+        markers.CALL_HOOK.auto_armed = True
+        install(session)
+        atexit.register(session.at_exit)
+        return session
+
+
+class _ExplicitCount:
+    active = 0
+
+
+class profile:
+    """Profile a block of code and write an augmented trace and summary to ``out_dir``.
+
+    ``out_dir`` defaults to ``$INDUCTOR_PERF_TRACE_DIR`` or ``./inductor_perf_out``. Call
+    ``step()`` at the end of each training step to mark step boundaries in the trace. After the
+    block, ``result`` holds the paths and the summary text.
+
+    >>> with inductor_perf.profile("out") as p:  # doctest: +SKIP
+    ...     loss = model(x).sum(); loss.backward(); p.step()
+    """
+
+    def __init__(self, out_dir: str | os.PathLike | None = None, *, name: str | None = None) -> None:
+        out = out_dir if out_dir is not None else (env.get_str(env.TRACE_DIR) or "inductor_perf_out")
+        self._window = _Window(os.fspath(out), name)
+        self.result: CaptureResult | None = None
+
+    def __enter__(self) -> "profile":
+        _ExplicitCount.active += 1
+        self._window.start()
+        return self
+
+    def step(self) -> None:
+        """Mark the end of one step (shows as ProfilerStep#N in the trace)."""
+        self._window.steps += 1
+        if self._window.prof is not None:
+            try:
+                self._window.prof.step()
+            except Exception as e:
+                log.debug("profiler step failed: %s", e)
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        _ExplicitCount.active -= 1
+        note = f"the block raised {exc_type.__name__}; the trace ends there" if exc_type else None
+        self.result = self._window.stop(note=note)
+        return None

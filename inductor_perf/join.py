@@ -1,0 +1,206 @@
+"""Join a profiler trace's kernel events to compile-time tags, through our per-call markers.
+
+Each compiled-graph call is wrapped in a marker event naming the graph instance (and, under
+dynamic shapes, the call's size-symbol values; see :mod:`inductor_perf.markers`). Inside a marker,
+on the same thread, the kernel events are the outermost events whose names are the graph's tag
+``profiler_name``s; the k-th event of a name is the k-th call site of that name. GPU tags pass
+their cost on to the device kernels launched from inside that event (``correlation``).
+
+Pure: trace and tag lookup in, per-event costs out.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
+
+from .augment import EventCost
+from .markers import MARKER_PREFIX, parse_marker
+from .tags import GraphTags, KernelTag
+
+# Device-side event categories that can carry a kernel's cost.
+_DEVICE_CATS = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
+
+
+@dataclass
+class JoinStats:
+    """What the join found; ``unmatched_*`` are worth a warning."""
+
+    markers: int = 0
+    markers_unknown_graph: int = 0
+    """Markers whose graph instance this process does not know (another process's trace)."""
+    untagged_graphs: int = 0
+    events_tagged: int = 0
+    device_events_tagged: int = 0
+    unmatched_call_sites: int = 0
+    """Call sites with no event (e.g. C++ kernels compiled without kernel profiling)."""
+    symbolic_unresolved: int = 0
+    per_marker_counts: list[tuple[int, int]] = field(default_factory=list)
+
+    def warnings(self) -> list[str]:
+        out = []
+        if self.markers_unknown_graph:
+            out.append(f"{self.markers_unknown_graph} graph call(s) from graphs this process did not compile")
+        if self.untagged_graphs:
+            out.append(f"{self.untagged_graphs} graph call(s) of untagged graphs (tagging failed)")
+        if self.unmatched_call_sites:
+            out.append(f"{self.unmatched_call_sites} kernel call site(s) had no event in the trace")
+        if self.symbolic_unresolved:
+            out.append(f"{self.symbolic_unresolved} kernel(s) with sizes the trace did not record")
+        return out
+
+
+def _dtype(tag: KernelTag) -> Any:
+    import torch
+
+    for node in tag.nodes:
+        for name in node.dtypes:
+            dt = getattr(torch, name, None)
+            if isinstance(dt, torch.dtype):
+                return dt
+    return None
+
+
+def event_cost(tag: KernelTag, symbols: Mapping[str, int] | None) -> EventCost:
+    """The cost of one call of ``tag`` (symbolic costs evaluated with ``symbols``)."""
+    t = tag.evaluated(symbols)
+    return EventCost(
+        flops=int(t.flops), matmul_flops=int(t.matmul_flops),
+        bytes_read=int(t.bytes_read), bytes_written=int(t.bytes_written),
+        dtype=_dtype(tag), source=tag.source, module_path=tag.module_path,
+        node_names=tuple(n.name for n in tag.nodes), stack_trace=tag.stack_trace,
+        kind=tag.kind, graph_id=tag.graph_id, is_backward=tag.is_backward, cost_source="tag",
+    )
+
+
+def _split(cost: EventCost, weights: list[float]) -> list[EventCost]:
+    """Share one op's cost among the device kernels it launched, by duration."""
+    import dataclasses
+
+    total = sum(weights) or float(len(weights))
+    shares = [(w if sum(weights) else 1.0) / total for w in weights]
+    out = []
+    acc = [0, 0, 0, 0]
+    fields = ("flops", "matmul_flops", "bytes_read", "bytes_written")
+    for k, share in enumerate(shares):
+        vals = []
+        for j, f in enumerate(fields):
+            full = getattr(cost, f)
+            v = full - acc[j] if k == len(shares) - 1 else int(round(full * share))
+            acc[j] += v
+            vals.append(v)
+        out.append(dataclasses.replace(cost, **dict(zip(fields, vals))))
+    return out
+
+
+def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
+                    ) -> tuple[dict[int, EventCost], JoinStats]:
+    """Per-event costs for every kernel event that ran inside one of our markers.
+
+    ``lookup(instance_id)`` returns the graph's tags (``inductor_perf.tags.REGISTRY.get``).
+    """
+    events = trace.get("traceEvents") or []
+    stats = JoinStats()
+    threads: dict[tuple[Any, Any], list[int]] = defaultdict(list)
+    marker_idx: list[int] = []
+    corr_to_device: dict[Any, list[int]] = defaultdict(list)
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        ts, dur = ev.get("ts"), ev.get("dur")
+        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+            continue
+        cat = ev.get("cat")
+        if cat in _DEVICE_CATS:
+            corr = (ev.get("args") or {}).get("correlation")
+            if corr is not None:
+                corr_to_device[corr].append(i)
+            continue
+        threads[(ev.get("pid"), ev.get("tid"))].append(i)
+        name = ev.get("name")
+        if isinstance(name, str) and name.startswith(MARKER_PREFIX):
+            marker_idx.append(i)
+    if not marker_idx:
+        return {}, stats
+    ordered: dict[tuple[Any, Any], tuple[list[int], list[float]]] = {}
+    for key, idx in threads.items():
+        idx.sort(key=lambda i: (events[i]["ts"], -events[i]["dur"]))
+        ordered[key] = (idx, [events[i]["ts"] for i in idx])
+    costs: dict[int, EventCost] = {}
+    for mi in marker_idx:
+        marker = events[mi]
+        parsed = parse_marker(marker["name"])
+        if parsed is None:
+            continue
+        stats.markers += 1
+        instance_id, _, symbols = parsed
+        graph = lookup(instance_id)
+        if graph is None:
+            stats.markers_unknown_graph += 1
+            continue
+        if not graph.tagged:
+            stats.untagged_graphs += 1
+            continue
+        by_name: dict[str, list[KernelTag]] = defaultdict(list)
+        for tag in graph.kernels:
+            by_name[tag.profiler_name].append(tag)
+        idx, starts = ordered[(marker.get("pid"), marker.get("tid"))]
+        m_start, m_end = marker["ts"], marker["ts"] + marker["dur"]
+        lo = bisect.bisect_left(starts, m_start)
+        hi = bisect.bisect_right(starts, m_end)
+        seen: dict[str, int] = defaultdict(int)
+        outer_end = -float("inf")
+        matched = 0
+        for j in range(lo, hi):
+            i = idx[j]
+            if i == mi:
+                continue
+            ev = events[i]
+            if ev["ts"] + ev["dur"] > m_end + 1e-3:
+                continue  # not inside this marker
+            if ev["ts"] < outer_end:
+                continue  # nested inside an event we already took (aten::addmm -> aten::copy_)
+            sites = by_name.get(ev.get("name"))
+            if not sites:
+                continue
+            k = seen[ev["name"]]
+            if k >= len(sites):
+                continue
+            seen[ev["name"]] = k + 1
+            outer_end = ev["ts"] + ev["dur"]
+            tag = sites[k]
+            try:
+                cost = event_cost(tag, symbols)
+            except ValueError:
+                stats.symbolic_unresolved += 1
+                continue
+            matched += 1
+            if tag.device != "cpu":
+                dev = _device_kernels(events, ordered[(marker.get("pid"), marker.get("tid"))], j,
+                                      outer_end, corr_to_device)
+                if dev:
+                    for d, c in zip(dev, _split(cost, [float(events[d].get("dur") or 0) for d in dev])):
+                        costs[d] = c
+                    stats.device_events_tagged += len(dev)
+                    continue
+            costs[i] = cost
+            stats.events_tagged += 1
+        stats.unmatched_call_sites += len(graph.kernels) - matched
+        stats.per_marker_counts.append((instance_id, matched))
+    return costs, stats
+
+
+def _device_kernels(events: list, thread: tuple[list[int], list[float]], j: int, end: float,
+                    corr_to_device: Mapping[Any, list[int]]) -> list[int]:
+    """Device kernels launched by runtime/driver calls nested in the CPU event at ``thread[j]``."""
+    idx, starts = thread
+    out: list[int] = []
+    hi = bisect.bisect_right(starts, end)
+    for jj in range(j, hi):
+        ev = events[idx[jj]]
+        corr = (ev.get("args") or {}).get("correlation")
+        if corr is not None:
+            out.extend(corr_to_device.get(corr, ()))
+    return sorted(set(out), key=lambda d: events[d]["ts"])
