@@ -190,13 +190,12 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
 
 
 def _remember_device_override(value: Any) -> None:
-    try:
-        from . import devices
-    except ImportError:  # pragma: no cover - devices is part of the package
-        return
-    setter = getattr(devices, "set_session_override", None)
-    if setter is not None:
-        setter(value)
+    """Validate an ``inductor_perf.device`` option now (a bad row fails the compile with a clear
+    message) and hand it to capture, which uses it for this process's summaries."""
+    from . import capture, devices
+
+    devices.parse_device_override(value)  # raises DeviceSpecError saying what is wrong
+    capture.DEVICE_OVERRIDE.value = value
 
 
 def _symbol_locators(example_inputs: Sequence[Any]) -> dict[str, tuple[Any, ...]]:
@@ -248,11 +247,33 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
     hits = _cache_hits()
     try:
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+        cache_hit = _cache_hits() > hits
+        if cache_hit and ctx is not None and collector.error is None \
+                and _load_tags(getattr(compiled, "_fx_graph_cache_key", None)) is None:
+            # A hit on an entry whose tags were never stored (deleted, or written by a process that
+            # crashed in between): compile once more without the cache so codegen runs.
+            log.info("inductor_perf: FX graph cache hit without stored tags; recompiling graph %s",
+                     graph.graph_id)
+            from torch._inductor import config as inductor_config
+
+            # The first call already recorded its output strides in the tracing context.
+            tracing = torch._guards.TracingContext.try_get()
+            saved = list(tracing.output_strides) if tracing is not None and tracing.output_strides else None
+            if saved is not None:
+                tracing.output_strides.clear()
+            try:
+                with inductor_config.patch(fx_graph_cache=False):
+                    compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+            except Exception:
+                if saved is not None:
+                    tracing.output_strides[:] = saved
+                raise
+            cache_hit = False
     finally:
         if ctx is not None:
             ctx.__exit__(None, None, None)
     try:
-        _finish_tags(graph, collector, compiled, cache_hit=_cache_hits() > hits)
+        _finish_tags(graph, collector, compiled, cache_hit=cache_hit)
     except Exception as e:
         graph.tagged = False
         graph.error = f"{type(e).__name__}: {e}"

@@ -45,6 +45,12 @@ DEFAULT_SKIP_STEPS = 3
 DEFAULT_RECORD_STEPS = 2
 
 
+class DEVICE_OVERRIDE:
+    """Device peaks given through ``options={"inductor_perf.device": ...}`` (dict or file path)."""
+
+    value: Any = None
+
+
 @dataclass
 class CaptureResult:
     """What a finished capture wrote and found."""
@@ -116,7 +122,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     on_gpu = any(isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
     device = None
     try:
-        device = resolve_device("cuda" if on_gpu else "cpu")
+        device = resolve_device("cuda" if on_gpu else "cpu", override=DEVICE_OVERRIDE.value)
     except Exception as e:  # peaks are optional: the trace is still useful without them
         log.warning("inductor_perf: could not determine device peaks (%s)", e)
     augmented, astats = augment_trace(trace, costs, device, device_events_only=on_gpu)
