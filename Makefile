@@ -16,7 +16,7 @@ $(BIN)/.installed: pyproject.toml
 setup: $(BIN)/.installed
 
 demo: $(BIN)/.installed
-	$(BIN)/python examples/demo.py
+	INDUCTOR_PERF_TRACE_DIR=inductor_perf_out $(BIN)/python examples/demo.py
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -ra

@@ -126,7 +126,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     except Exception as e:  # peaks are optional: the trace is still useful without them
         log.warning("inductor_perf: could not determine device peaks (%s)", e)
     augmented, astats = augment_trace(trace, costs, device, device_events_only=on_gpu)
-    summary = summarize(augmented, device=device)
+    summary = summarize(augmented, device=device, label=os.path.basename(base))
     warnings = list(extra_warnings or []) + jstats.warnings()
     result = CaptureResult(summary=summary, warnings=warnings, events_tagged=len(costs))
     text = format_summary(summary, "text")

@@ -735,6 +735,10 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str = "flo
         notes.append("skipped events: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())))
     if bad_args:
         notes.append(f"{bad_args} kernel args were not finite numbers and were ignored")
+    over = [r.name for r in rows if any(p is not None and p > 100.0 for p in (r.flops_pct, r.bandwidth_pct))]
+    if over:
+        notes.append(f"{len(over)} kernel(s) exceed a roof (e.g. {over[0]}): their data was served from cache, "
+                     "or the peaks are too low; 'inductor-perf calibrate' measures this machine's peaks")
 
     return Summary(
         label=label,
