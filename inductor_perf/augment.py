@@ -1,0 +1,384 @@
+"""Pure augmentation: trace + per-event costs + device -> a new trace whose kernel events carry FLOPs,
+bytes, achieved throughput, roofline bound and source attribution.
+
+``augment_trace`` never touches files and never mutates its input; ``augment_file`` is the thin
+I/O glue the CLI uses. Costs come from compile-time tags (:mod:`inductor_perf.tagging`) or, for
+plain torch.profiler traces, from recorded shapes (:func:`costs_from_shapes`).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from . import trace_format as tf
+from .errors import TraceFormatError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+    from .devices import DeviceSpec
+
+log = logging.getLogger(__name__)
+
+COST_SOURCES = ("tag", "shapes", "triton")
+
+
+@dataclass(frozen=True)
+class EventCost:
+    """What one kernel event computed, and where it came from."""
+
+    flops: int
+    matmul_flops: int
+    bytes_read: int
+    bytes_written: int
+    dtype: "torch.dtype | None" = None
+    """Picks the peak: the matmul roof when ``matmul_flops > 0``, else the vector roof."""
+    source: str | None = None
+    module_path: str | None = None
+    node_names: tuple[str, ...] = ()
+    stack_trace: str | None = None
+    kind: str | None = None
+    """"generated" | "extern"."""
+    graph_id: int | None = None
+    is_backward: bool | None = None
+    cost_source: str = "shapes"
+    """"tag" | "shapes" | "triton". For "triton" only the total bytes are known (kept in
+    ``bytes_read``), so the read/written split is not written to the trace."""
+
+
+@dataclass
+class AugmentStats:
+    """Counts of what augmentation did and what it had to skip; the CLI prints the non-zero ones."""
+
+    events: int = 0
+    events_augmented: int = 0
+    cpu_ops: int = 0
+    device_kernels: int = 0
+    ops_costed: int = 0
+    """CPU ops whose FLOPs/bytes came from recorded shapes (or launch args)."""
+    ops_without_shapes: int = 0
+    """Ops with a known formula but no usable ``Input Dims`` / ``Concrete Inputs``."""
+    ops_bad_shapes: int = 0
+    """Ops whose recorded shapes do not fit the op (wrong rank, mismatched dims)."""
+    unknown_dtypes: int = 0
+    unknown_dtype_names: tuple[str, ...] = ()
+    kernels_without_launch: int = 0
+    """Device kernels whose launching CPU op could not be found."""
+    duplicate_external_ids: int = 0
+    ops_with_several_kernels: int = 0
+    """Costed ops that launched more than one kernel: the cost goes on the longest one."""
+    triton_costed: int = 0
+    nonpositive_dur: int = 0
+    """Costed events with dur <= 0 (or missing): no achieved throughput for them."""
+    non_finite_inputs: int = 0
+    """NaN / Infinity values in the input file, written as null."""
+    device_name: str | None = None
+    peaks_known: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def merge_from(self, other: "AugmentStats") -> None:
+        """Add ``other``'s counts to this one (names and notes are combined)."""
+        for f in ("events", "cpu_ops", "device_kernels", "ops_costed", "ops_without_shapes", "ops_bad_shapes",
+                  "unknown_dtypes", "kernels_without_launch", "duplicate_external_ids",
+                  "ops_with_several_kernels", "triton_costed", "nonpositive_dur", "non_finite_inputs"):
+            setattr(self, f, getattr(self, f) + getattr(other, f))
+        self.unknown_dtype_names = tuple(sorted(set(self.unknown_dtype_names) | set(other.unknown_dtype_names)))
+        self.notes.extend(n for n in other.notes if n not in self.notes)
+
+    def warnings(self) -> list[str]:
+        """One short line per non-zero problem count."""
+        out = []
+        if self.events == 0:
+            out.append("the trace has no events")
+        if self.non_finite_inputs:
+            out.append(f"{self.non_finite_inputs} NaN/Infinity values written as null")
+        if self.ops_without_shapes:
+            out.append(f"{self.ops_without_shapes} matmul/conv/attention ops without recorded shapes "
+                       "(profile with record_shapes=True)")
+        if self.ops_bad_shapes:
+            out.append(f"{self.ops_bad_shapes} ops with shapes that do not fit the op")
+        if self.unknown_dtypes:
+            names = ", ".join(self.unknown_dtype_names[:5])
+            out.append(f"{self.unknown_dtypes} ops with unknown dtypes ({names})")
+        if self.kernels_without_launch:
+            out.append(f"{self.kernels_without_launch} device kernels without a launching op")
+        if self.duplicate_external_ids:
+            out.append(f"{self.duplicate_external_ids} duplicate External ids")
+        if self.nonpositive_dur:
+            out.append(f"{self.nonpositive_dur} costed events with dur <= 0 (no achieved rate)")
+        out.extend(self.notes)
+        return out
+
+    def summary_line(self) -> str:
+        """``"12 of 3400 events augmented; warnings: ..."`` for the CLI's one line."""
+        s = f"{self.events_augmented} of {self.events} events augmented"
+        w = self.warnings()
+        return s + ("; " + "; ".join(w) if w else "")
+
+
+# --- the pure core -------------------------------------------------------------------------------
+def augment_trace(trace: dict, costs: Mapping[int, EventCost], device: "DeviceSpec | None", *,
+                  device_events_only: bool = False) -> tuple[dict, AugmentStats]:
+    """A new trace in which ``traceEvents[i]`` for each ``i`` in ``costs`` carries our args.
+
+    The input is not modified: the result shares every event it does not change; changed events
+    get a new dict and a new ``args`` dict. Events keep their order and count. ``device`` gives the
+    peaks for ``achieved_*_pct`` and ``roofline_bound``; without it those are omitted / "unknown".
+    With ``device_events_only`` the device's peaks apply only to device-side events (a GPU row
+    says nothing about CPU ops in the same trace).
+
+    >>> new, stats = augment_trace(trace, {3: EventCost(2_000, 2_000, 48, 16)}, None)  # doctest: +SKIP
+    """
+    tf.validate_trace(trace)
+    events = trace["traceEvents"]
+    stats = AugmentStats(events=len(events))
+    stats.device_name = getattr(device, "name", None) if device is not None else None
+    new_events = list(events)
+    peak_cache: dict[tuple[Any, bool], float | None] = {}
+    bandwidth = _bandwidth(device)
+    for i, cost in costs.items():
+        if not isinstance(i, int) or not 0 <= i < len(events):
+            raise IndexError(f"cost for event {i!r}: the trace has {len(events)} events")
+        ev = events[i]
+        if not isinstance(ev, dict):
+            continue
+        use_device = device is not None and (not device_events_only or tf.category(ev) not in tf.CPU_SCOPE_CATS)
+        peak = None
+        if use_device:
+            key = (cost.dtype, cost.matmul_flops > 0)
+            if key not in peak_cache:
+                peak_cache[key] = _peak(device, cost.dtype, cost.matmul_flops > 0)
+            peak = peak_cache[key]
+        args = dict(tf.event_args(ev))
+        dur = tf.number(ev.get("dur"))
+        if dur is None or dur <= 0:
+            stats.nonpositive_dur += 1
+            dur = None
+        args.update(_cost_args(cost, dur, peak, bandwidth if use_device else None))
+        new_ev = dict(ev)
+        new_ev["args"] = args
+        new_events[i] = new_ev
+        stats.events_augmented += 1
+        if peak is not None:
+            stats.peaks_known = True
+    new_trace = dict(trace)
+    new_trace["traceEvents"] = new_events
+    return new_trace, stats
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _finite_or_none(x: Any) -> float | None:
+    return tf.number(x)
+
+
+def _ratio(num: float, den: float) -> float | None:
+    try:
+        return _finite(num / den)
+    except (OverflowError, ZeroDivisionError):
+        return None
+
+
+def _cost_args(cost: EventCost, dur_us: float | None, peak_tflops: float | None,
+               bandwidth_gbs: float | None) -> dict[str, Any]:
+    nbytes = int(cost.bytes_read) + int(cost.bytes_written)
+    flops = int(cost.flops)
+    a: dict[str, Any] = {
+        tf.KERNEL_FLOP: flops,
+        tf.KERNEL_MATMUL_FLOP: int(cost.matmul_flops),
+        tf.KERNEL_NUM_GB: _ratio(nbytes, 1e9),
+    }
+    if cost.cost_source != "triton":
+        a[tf.KERNEL_BYTES_READ] = int(cost.bytes_read)
+        a[tf.KERNEL_BYTES_WRITTEN] = int(cost.bytes_written)
+    bound = "unknown"
+    if dur_us is not None:
+        # flop / µs / 1e6 = TFLOP/s; byte / µs / 1e3 = GB/s
+        a[tf.ACHIEVED_TFLOPS] = _ratio(flops, dur_us * 1e6)
+        a[tf.ACHIEVED_GBPS] = _ratio(nbytes, dur_us * 1e3)
+    if (peak_tflops or bandwidth_gbs) and flops >= 0 and nbytes >= 0:
+        point = _classify(flops, nbytes, dur_us or 0.0, peak_tflops, bandwidth_gbs)
+        if point is not None:
+            a[tf.ACHIEVED_FLOPS_PCT] = _finite_or_none(point.flops_pct)
+            a[tf.ACHIEVED_BANDWIDTH_PCT] = _finite_or_none(point.bandwidth_pct)
+            bound = str(point.bound) if point.bound else "unknown"
+    a[tf.ROOFLINE_BOUND] = bound
+    a[tf.SOURCE] = cost.source
+    a[tf.MODULE_PATH] = cost.module_path
+    a[tf.NODE_NAMES] = ", ".join(cost.node_names) if cost.node_names else None
+    a[tf.STACK_TRACE] = cost.stack_trace
+    a[tf.KERNEL_KIND] = cost.kind
+    a[tf.GRAPH_ID] = cost.graph_id
+    a[tf.IS_BACKWARD] = cost.is_backward
+    a[tf.COST_SOURCE] = cost.cost_source
+    return {k: v for k, v in a.items() if v is not None}
+
+
+# --- device peaks (devices.py / roofline.py belong to another module; imported lazily) -----------
+def _bandwidth(device: Any) -> float | None:
+    if device is None:
+        return None
+    bw = tf.number(getattr(device, "mem_bandwidth_gbs", None))
+    return bw if bw and bw > 0 else None
+
+
+def _peak(device: Any, dtype: Any, matmul: bool) -> float | None:
+    try:
+        from .devices import matmul_peak_tflops, vector_peak_tflops
+    except ImportError:
+        # devices.py not there yet: read the dense peak straight from the row.
+        peaks = getattr(device, "peak_tflops", None) or {}
+        value = peaks.get(dtype) if dtype is not None and hasattr(peaks, "get") else None
+    else:
+        fn = matmul_peak_tflops if matmul else vector_peak_tflops
+        try:
+            value = fn(device, dtype) if dtype is not None else None
+        except (KeyError, LookupError, ValueError, TypeError):
+            value = None
+    value = tf.number(value)
+    return value if value and value > 0 else None
+
+
+@dataclass(frozen=True)
+class _Point:
+    flops_pct: float | None
+    bandwidth_pct: float | None
+    bound: str
+
+
+def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
+              bandwidth_gbs: float | None) -> Any:
+    """roofline.classify when it is importable; a minimal stand-in otherwise."""
+    try:
+        from .roofline import classify
+    except ImportError:
+        pass
+    else:
+        try:
+            return classify(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs)
+        except (ValueError, ZeroDivisionError, OverflowError) as e:
+            log.debug("roofline.classify failed: %s", e)
+            return None
+    ok = dur_us > 0
+    fpct = _ratio(flops * 100.0, dur_us * 1e6 * peak_tflops) if peak_tflops and ok else None
+    bpct = _ratio(nbytes * 100.0, dur_us * 1e3 * bandwidth_gbs) if bandwidth_gbs and ok else None
+    bound = "unknown"
+    if peak_tflops and bandwidth_gbs and nbytes > 0:
+        ridge = peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
+        bound = "compute" if flops / nbytes >= ridge else "memory"
+    return _Point(fpct, bpct, bound)
+
+
+# --- offline attribution -------------------------------------------------------------------------
+def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
+    """Costs of a plain torch.profiler trace (``record_shapes=True``) from recorded op shapes.
+
+    See :func:`inductor_perf.shape_costs.costs_from_shapes`.
+    """
+    from .shape_costs import costs_from_shapes as _impl
+
+    return _impl(trace)
+
+
+# --- file glue -----------------------------------------------------------------------------------
+def default_output_path(in_path: str | os.PathLike) -> str:
+    """``run.pt.trace.json.gz`` -> ``run.pt.trace.augmented.json.gz`` (same directory)."""
+    p = os.fspath(in_path)
+    for ext in (".json.gz", ".json"):
+        if p.endswith(ext):
+            return p[: -len(ext)] + ".augmented" + ext
+    return p + ".augmented.json"
+
+
+def device_from_trace(trace: dict) -> tuple[Any, str | None]:
+    """The device row for the trace's GPU (from ``deviceProperties``) and a note when there is none."""
+    props = trace.get("deviceProperties")
+    names = []
+    if isinstance(props, list):
+        names = [d.get("name") for d in props if isinstance(d, dict) and isinstance(d.get("name"), str)]
+    if not names:
+        return None, ("no GPU in the trace's deviceProperties: achieved % left out (peaks of the machine "
+                      "that recorded a CPU trace are unknown)")
+    name = names[0]
+    try:
+        from .devices import lookup_device
+    except ImportError:
+        return None, f"device table not available: achieved % left out for {name!r}"
+    try:
+        spec = lookup_device(name)
+    except (KeyError, LookupError, ValueError) as e:
+        log.debug("lookup_device(%r): %s", name, e)
+        spec = None
+    if spec is None:
+        return None, f"unknown device {name!r}: achieved % left out"
+    return spec, None
+
+
+class _Progress:
+    """Stage messages on stderr, only for a TTY and only once the work has taken more than ~2 s."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.t0 = time.monotonic()
+        self.shown = False
+
+    def __call__(self, stage: str, fraction: float | None = None) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.t0
+        if elapsed < 2.0:
+            return
+        pct = f" {fraction * 100:3.0f}%" if fraction is not None else ""
+        sys.stderr.write(f"\rinductor-perf: {stage}{pct} ({elapsed:.0f} s)\x1b[K")
+        sys.stderr.flush()
+        self.shown = True
+
+    def done(self) -> None:
+        if self.shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
+def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None = None,
+                 device: "DeviceSpec | None" = None, *, progress: bool = False) -> AugmentStats:
+    """Load ``in_path``, attribute costs from recorded shapes, augment, and write ``out_path``.
+
+    ``out_path`` defaults to :func:`default_output_path`; it may never be the input file. The
+    device defaults to the GPU named in the trace's ``deviceProperties``.
+    """
+    src = os.fspath(in_path)
+    dst = os.fspath(out_path) if out_path is not None else default_output_path(src)
+    if os.path.abspath(src) == os.path.abspath(dst) or (
+            os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst)):
+        raise TraceFormatError(f"{dst}: the output must not be the input trace")
+    show = _Progress(progress)
+    try:
+        show("loading")
+        loaded = tf.read_trace(src)
+        with tf.gc_paused():
+            # Attribution and augmentation create many small dicts and free none of them.
+            show("attributing")
+            costs, stats = costs_from_shapes(loaded.trace)
+            note = None
+            if device is None:
+                device, note = device_from_trace(loaded.trace)
+            show("augmenting")
+            new, astats = augment_trace(loaded.trace, costs, device, device_events_only=True)
+            show("writing", 0.0)
+            tf.save_trace(new, dst, progress=lambda f: show("writing", f))
+    finally:
+        show.done()
+    astats.merge_from(stats)
+    astats.events = stats.events
+    astats.non_finite_inputs += loaded.non_finite
+    if note and astats.events_augmented:
+        astats.notes.append(note)
+    return astats

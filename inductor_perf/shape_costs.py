@@ -1,0 +1,600 @@
+"""FLOPs and bytes of aten ops from the shapes torch.profiler recorded (``record_shapes=True``),
+and the join that puts each cost on exactly one event of a plain profiler trace.
+
+FLOPs come from ``torch.utils.flop_counter``'s shape-level formulas, so our counts equal
+``flop_registry`` (and ``FlopCounterMode``) for the same op. Bytes are the op's tensor inputs
+plus its output(s), each at its recorded dtype: the traffic of a kernel that reads every input
+once and writes every output once.
+
+Conventions carried over from flop_registry: a multiply-add is 2 FLOPs, bias adds are not
+counted, attention counts the two matmuls and ignores causal masking.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from . import trace_format as tf
+from .augment import AugmentStats, EventCost
+
+log = logging.getLogger(__name__)
+
+ATEN_PREFIX = "aten::"
+
+# Why an op got no cost; the stats count the first reason of each op group.
+NO_SHAPES = "no_shapes"
+BAD_SHAPES = "bad_shapes"
+UNKNOWN_DTYPE = "unknown_dtype"
+
+
+class _Skip(Exception):
+    def __init__(self, reason: str, detail: str = "") -> None:
+        super().__init__(detail or reason)
+        self.reason = reason
+        self.detail = detail
+
+
+@dataclass(frozen=True)
+class OpCost:
+    """FLOPs and bytes of one op call."""
+
+    flops: int
+    matmul_flops: int
+    bytes_read: int
+    bytes_written: int
+    dtype: Any  # torch.dtype
+
+
+# --- dtype strings -------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=1)
+def _dtype_table() -> dict[str, Any]:
+    import torch
+
+    table: dict[str, Any] = {}
+    for name in dir(torch):
+        value = getattr(torch, name, None)
+        if isinstance(value, torch.dtype):
+            table[name] = value  # "float32", "half", "bfloat16", "float8_e4m3fn", ...
+    # The profiler records caffe2 TypeMeta names: C++ spellings for builtins, c10:: class names.
+    table.update({
+        "float": torch.float32, "double": torch.float64, "c10::Half": torch.float16,
+        "c10::BFloat16": torch.bfloat16, "long int": torch.int64, "long": torch.int64,
+        "int": torch.int32, "short int": torch.int16, "short": torch.int16,
+        "signed char": torch.int8, "unsigned char": torch.uint8, "bool": torch.bool,
+        "unsigned short": torch.uint16, "unsigned int": torch.uint32, "unsigned long": torch.uint64,
+        "c10::complex<float>": torch.complex64, "c10::complex<double>": torch.complex128,
+        "c10::complex<c10::Half>": torch.complex32,
+    })
+    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"):
+        dt = getattr(torch, name, None)
+        if dt is not None:
+            parts = name.split("_", 1)
+            table["c10::Float8_" + parts[1]] = dt
+    if hasattr(torch, "float4_e2m1fn_x2"):
+        table["c10::Float4_e2m1fn_x2"] = torch.float4_e2m1fn_x2
+    return table
+
+
+def parse_dtype(name: Any) -> Any:
+    """The torch.dtype of a profiler ``Input type`` string, or None when unknown.
+
+    >>> parse_dtype("c10::BFloat16")
+    torch.bfloat16
+    """
+    if not isinstance(name, str):
+        return None
+    return _dtype_table().get(name)
+
+
+# --- reading the recorded inputs -----------------------------------------------------------------
+class _Inputs:
+    """Positional access to an op event's ``Input Dims`` / ``Input type`` / ``Concrete Inputs``."""
+
+    def __init__(self, args: dict) -> None:
+        dims = args.get("Input Dims")
+        if not isinstance(dims, list) or not dims:
+            raise _Skip(NO_SHAPES)
+        types = args.get("Input type")
+        concrete = args.get("Concrete Inputs")
+        self.dims = dims
+        self.types = types if isinstance(types, list) else []
+        self.concrete = concrete if isinstance(concrete, list) else None
+
+    def has_tensor(self, i: int) -> bool:
+        if i >= len(self.dims):
+            return False
+        d = self.dims[i]
+        return isinstance(d, list) and len(d) > 0 and (i < len(self.types) and self.types[i] not in (
+            "", "Scalar", "ScalarList", "TensorList", "GenericList", None))
+
+    def tensor(self, i: int, rank: int | None = None) -> tuple[tuple[int, ...], Any]:
+        if i >= len(self.dims):
+            raise _Skip(BAD_SHAPES, f"no input {i}")
+        d = self.dims[i]
+        if not isinstance(d, list) or not all(type(x) is int and x >= 0 for x in d):
+            raise _Skip(BAD_SHAPES, f"input {i} dims {d!r}")
+        if rank is not None and len(d) != rank:
+            raise _Skip(BAD_SHAPES, f"input {i} has rank {len(d)}, expected {rank}")
+        if i >= len(self.types):
+            raise _Skip(NO_SHAPES, f"no type for input {i}")
+        dt = parse_dtype(self.types[i])
+        if dt is None:
+            raise _Skip(UNKNOWN_DTYPE, str(self.types[i])[:60])
+        return tuple(d), dt
+
+    def ints(self, i: int | None, n: int, default: int | None = None) -> list[int]:
+        """A list of ``n`` ints from concrete input ``i`` ("[2, 2]", "2", "[2]", or JSON numbers)."""
+        if i is None:
+            if default is None:
+                raise _Skip(NO_SHAPES)
+            return [default] * n
+        if self.concrete is None or i >= len(self.concrete):
+            if default is not None and self.concrete is not None:
+                return [default] * n  # trailing defaulted argument not recorded
+            raise _Skip(NO_SHAPES, "no Concrete Inputs")
+        v = self.concrete[i]
+        if isinstance(v, str):
+            s = v.strip()
+            if s == "" and default is not None:
+                return [default] * n
+            try:
+                vals = [int(x) for x in s.strip("[]()").split(",") if x.strip()]
+            except ValueError:
+                raise _Skip(BAD_SHAPES, f"concrete input {i} {v[:40]!r}") from None
+        elif type(v) is int:
+            vals = [v]
+        elif isinstance(v, list) and all(type(x) is int for x in v):
+            vals = list(v)
+        else:
+            raise _Skip(BAD_SHAPES, f"concrete input {i} {v!r}")
+        if len(vals) == 1:
+            vals = vals * n
+        if len(vals) != n:
+            raise _Skip(BAD_SHAPES, f"concrete input {i} has {len(vals)} values, expected {n}")
+        return vals
+
+    def flag(self, i: int | None, default: bool) -> bool:
+        if i is None:
+            return default
+        if self.concrete is None or i >= len(self.concrete):
+            raise _Skip(NO_SHAPES, "no Concrete Inputs")
+        v = self.concrete[i]
+        if isinstance(v, bool):
+            return v
+        if isinstance(v, str) and v.strip() in ("True", "true", "1"):
+            return True
+        if isinstance(v, str) and v.strip() in ("False", "false", "0"):
+            return False
+        raise _Skip(BAD_SHAPES, f"concrete input {i} {v!r} is not a bool")
+
+
+def _nbytes(shape: Sequence[int], dtype: Any) -> int:
+    return math.prod(shape) * dtype.itemsize
+
+
+@functools.lru_cache(maxsize=1)
+def _fc() -> Any:
+    """flop_counter's formulas without their pytree shape wrapper (our shapes are already plain
+    tuples, and the wrapper's tree_map costs more than the formula itself)."""
+    from types import SimpleNamespace
+
+    from torch.utils import flop_counter
+
+    names = ("mm_flop", "bmm_flop", "conv_flop", "sdpa_flop_count")
+    return SimpleNamespace(**{n: getattr(getattr(flop_counter, n), "__wrapped__", getattr(flop_counter, n))
+                              for n in names})
+
+
+# --- formulas ------------------------------------------------------------------------------------
+def _mm_like(a_pos: int, b_pos: int, self_pos: int | None, batched: bool) -> Callable[[_Inputs], OpCost]:
+    rank = 3 if batched else 2
+
+    def cost(inp: _Inputs) -> OpCost:
+        a, adt = inp.tensor(a_pos, rank)
+        b, bdt = inp.tensor(b_pos, rank)
+        fc = _fc()
+        try:
+            flops = fc.bmm_flop(a, b) if batched else fc.mm_flop(a, b)
+        except (AssertionError, ValueError) as e:
+            raise _Skip(BAD_SHAPES, str(e)) from None
+        out = (a[0], a[1], b[2]) if batched else (a[0], b[1])
+        read = _nbytes(a, adt) + _nbytes(b, bdt)
+        if self_pos is not None and inp.has_tensor(self_pos):
+            s, sdt = inp.tensor(self_pos)
+            read += _nbytes(s, sdt)
+        return OpCost(flops, flops, read, _nbytes(out, adt), adt)
+
+    return cost
+
+
+@dataclass(frozen=True)
+class _ConvSig:
+    """Where each convolution argument sits in an op's schema (None: not an argument)."""
+
+    bias: int | None
+    stride: int | None
+    padding: int | None
+    dilation: int | None
+    transposed: int | bool
+    output_padding: int | None
+    groups: int | None
+
+
+def _conv(sig: _ConvSig) -> Callable[[_Inputs], OpCost]:
+    def cost(inp: _Inputs) -> OpCost:
+        x, xdt = inp.tensor(0)
+        w, wdt = inp.tensor(1, len(x))
+        nsp = len(x) - 2
+        if nsp < 1:
+            raise _Skip(BAD_SHAPES, f"convolution input of rank {len(x)}")
+        stride = inp.ints(sig.stride, nsp, default=1 if sig.stride is None else None)
+        padding = inp.ints(sig.padding, nsp, default=0)
+        dilation = inp.ints(sig.dilation, nsp, default=1)
+        transposed = sig.transposed if isinstance(sig.transposed, bool) else inp.flag(sig.transposed, False)
+        out_pad = inp.ints(sig.output_padding, nsp, default=0) if transposed else [0] * nsp
+        groups = inp.ints(sig.groups, 1, default=1)[0]
+        if groups < 1 or any(s < 1 for s in stride) or any(d < 1 for d in dilation):
+            raise _Skip(BAD_SHAPES, "non-positive stride, dilation or groups")
+        k = w[2:]
+        if transposed:
+            if x[1] != w[0]:
+                raise _Skip(BAD_SHAPES, f"transposed conv: {x[1]} input channels, weight {w}")
+            c_out = w[1] * groups
+            spatial = [(i - 1) * s - 2 * p + d * (kk - 1) + op + 1
+                       for i, s, p, d, kk, op in zip(x[2:], stride, padding, dilation, k, out_pad)]
+        else:
+            if x[1] != w[1] * groups:
+                raise _Skip(BAD_SHAPES, f"conv: {x[1]} input channels, weight {w}, groups {groups}")
+            c_out = w[0]
+            # PyTorch's Conv docs: out = floor((in + 2p - d(k-1) - 1) / s) + 1
+            spatial = [(i + 2 * p - d * (kk - 1) - 1) // s + 1
+                       for i, s, p, d, kk in zip(x[2:], stride, padding, dilation, k)]
+        if any(o < 1 for o in spatial):
+            raise _Skip(BAD_SHAPES, f"conv output size {spatial}")
+        out = [x[0], c_out, *spatial]
+        flops = _fc().conv_flop(list(x), list(w), None, stride, padding, dilation, transposed, out_shape=out)
+        read = _nbytes(x, xdt) + _nbytes(w, wdt)
+        if sig.bias is not None and inp.has_tensor(sig.bias):
+            b, bdt = inp.tensor(sig.bias)
+            read += _nbytes(b, bdt)
+        return OpCost(flops, flops, read, _nbytes(out, xdt), xdt)
+
+    return cost
+
+
+def _sdpa(mask_pos: int | None) -> Callable[[_Inputs], OpCost]:
+    def cost(inp: _Inputs) -> OpCost:
+        q, qdt = inp.tensor(0, 4)
+        k, kdt = inp.tensor(1, 4)
+        v, vdt = inp.tensor(2, 4)
+        try:
+            flops = _fc().sdpa_flop_count(q, k, v)
+        except (AssertionError, ValueError, ZeroDivisionError) as e:
+            raise _Skip(BAD_SHAPES, str(e)) from None
+        read = _nbytes(q, qdt) + _nbytes(k, kdt) + _nbytes(v, vdt)
+        if mask_pos is not None and inp.has_tensor(mask_pos):
+            m, mdt = inp.tensor(mask_pos)
+            read += _nbytes(m, mdt)
+        out = (q[0], q[1], q[2], v[3])
+        return OpCost(flops, flops, read, _nbytes(out, qdt), qdt)
+
+    return cost
+
+
+_CONV = _ConvSig(bias=2, stride=3, padding=4, dilation=5, transposed=6, output_padding=7, groups=8)
+_MKLDNN = _ConvSig(bias=2, stride=4, padding=3, dilation=5, transposed=False, output_padding=None, groups=6)
+
+# aten op name (without "aten::") -> formula. Positions follow each op's schema
+# (torch.ops.aten.<op>.default._schema in torch 2.13).
+OP_FORMULAS: dict[str, Callable[[_Inputs], OpCost]] = {
+    "mm": _mm_like(0, 1, None, batched=False),
+    "addmm": _mm_like(1, 2, 0, batched=False),
+    "_addmm_activation": _mm_like(1, 2, 0, batched=False),
+    "bmm": _mm_like(0, 1, None, batched=True),
+    "baddbmm": _mm_like(1, 2, 0, batched=True),
+    "convolution": _conv(_CONV),
+    "_convolution": _conv(_CONV),
+    "convolution_overrideable": _conv(_CONV),
+    "mkldnn_convolution": _conv(_MKLDNN),
+    "miopen_convolution": _conv(_MKLDNN),
+    "cudnn_convolution": _conv(_ConvSig(bias=None, stride=3, padding=2, dilation=4, transposed=False,
+                                        output_padding=None, groups=5)),
+    "cudnn_convolution_transpose": _conv(_ConvSig(bias=None, stride=4, padding=2, dilation=5, transposed=True,
+                                                  output_padding=3, groups=6)),
+    "_slow_conv2d_forward": _conv(_ConvSig(bias=3, stride=4, padding=5, dilation=None, transposed=False,
+                                           output_padding=None, groups=None)),
+    "slow_conv_dilated2d": _conv(_ConvSig(bias=3, stride=4, padding=5, dilation=6, transposed=False,
+                                          output_padding=None, groups=None)),
+    "slow_conv_transpose2d": _conv(_ConvSig(bias=3, stride=4, padding=5, dilation=7, transposed=True,
+                                            output_padding=6, groups=None)),
+    "_scaled_dot_product_flash_attention": _sdpa(None),
+    "_scaled_dot_product_flash_attention_for_cpu": _sdpa(5),
+    "_scaled_dot_product_efficient_attention": _sdpa(3),
+    "_scaled_dot_product_cudnn_attention": _sdpa(3),
+    "_scaled_dot_product_attention_math": _sdpa(3),
+}
+
+
+def op_cost(name: Any, args: Any) -> OpCost | None:
+    """FLOPs and bytes of one profiler op event (``name`` like ``"aten::addmm"``), or None when the
+    op has no formula. Raises nothing: bad shapes give None (see :func:`op_cost_or_reason`)."""
+    result = op_cost_or_reason(name, args)
+    return result if isinstance(result, OpCost) else None
+
+
+def op_cost_or_reason(name: Any, args: Any) -> OpCost | str | None:
+    """Like :func:`op_cost`, but an op with a formula that cannot be evaluated gives the reason
+    (``"no_shapes"``, ``"bad_shapes"`` or ``"unknown_dtype:<name>"``)."""
+    if not isinstance(name, str) or not name.startswith(ATEN_PREFIX):
+        return None
+    formula = OP_FORMULAS.get(name[len(ATEN_PREFIX):])
+    if formula is None:
+        return None
+    if not isinstance(args, dict):
+        return NO_SHAPES
+    try:
+        return formula(_Inputs(args))
+    except _Skip as e:
+        return f"{UNKNOWN_DTYPE}:{e.detail}" if e.reason == UNKNOWN_DTYPE else e.reason
+    except (TypeError, ValueError, OverflowError, IndexError, AssertionError) as e:
+        # flop_counter's own checks, or shapes of the wrong type deep inside a formula
+        log.debug("%s: shapes do not fit (%s)", name, e)
+        return BAD_SHAPES
+
+
+# --- the join ------------------------------------------------------------------------------------
+def _key(v: Any) -> Any:
+    """A hashable stand-in for a pid / tid / id value of any JSON type."""
+    return v if isinstance(v, (str, int, float)) else repr(v)
+
+
+def _precost(args: dict) -> EventCost | None:
+    """Cost already on the event (Triton launches with benchmark_kernel / profile_bandwidth)."""
+    flop = args.get(tf.KERNEL_FLOP)
+    gb = args.get(tf.KERNEL_NUM_GB)
+    flop_n = tf.number(flop)
+    gb_n = tf.number(gb)
+    if flop_n is None and gb_n is None:
+        return None
+    flops = int(flop_n) if flop_n is not None and flop_n >= 0 else 0
+    nbytes = int(round(gb_n * 1e9)) if gb_n is not None and gb_n >= 0 else 0
+    src = args.get(tf.COST_SOURCE)
+    matmul = tf.number(args.get(tf.KERNEL_MATMUL_FLOP))
+    return EventCost(flops=flops, matmul_flops=int(matmul) if matmul is not None and 0 <= matmul <= flops else 0,
+                     bytes_read=nbytes, bytes_written=0,
+                     cost_source=src if src in ("tag", "triton") else "triton")
+
+
+def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
+    """Per-event costs of a plain torch.profiler trace recorded with ``record_shapes=True``.
+
+    Each op's cost is counted once: on its device kernel when it launched any (joined through
+    ``correlation`` / ac2g flows / ``External id``; the longest kernel when several), else on the
+    CPU op itself. Among nested ops with formulas (``aten::convolution`` > ``aten::_convolution`` >
+    ``aten::mkldnn_convolution``) only the innermost one that could be costed counts.
+
+    >>> costs, stats = costs_from_shapes(load_trace("resnet.pt.trace.json"))  # doctest: +SKIP
+    """
+    tf.validate_trace(trace)
+    events = trace["traceEvents"]
+    stats = AugmentStats(events=len(events))
+
+    # Pass 1: index what we need.
+    by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+    end: dict[int, float] = {}
+    is_scope: set[int] = set()
+    ext_to_op: dict[Any, int] = {}
+    dup_ext: set[Any] = set()
+    runtime_by_corr: dict[Any, int] = {}
+    runtime_by_loc: dict[tuple[Any, Any, float], int] = {}
+    kernels: list[int] = []
+    flow_start: dict[Any, tuple[Any, Any, float]] = {}
+    flow_finish: dict[tuple[Any, Any, float], Any] = {}
+    own: dict[int, EventCost] = {}
+    memo: dict[Any, Any] = {}
+    failed: dict[int, str] = {}
+    recognized: set[int] = set()
+
+    for i, ev in enumerate(events):
+        if not isinstance(ev, dict):
+            continue
+        ph = ev.get("ph")
+        cat = tf.category(ev)
+        if ph in ("s", "f") and cat in tf.FLOW_CATS:
+            ts = tf.number(ev.get("ts"))
+            if ts is None:
+                continue
+            loc = (_key(ev.get("pid")), _key(ev.get("tid")), ts)
+            if ph == "s":
+                flow_start[_key(ev.get("id"))] = loc
+            else:
+                flow_finish[loc] = _key(ev.get("id"))
+            continue
+        if ph != "X":
+            continue
+        ts = tf.number(ev.get("ts"))
+        if ts is None:
+            continue
+        dur = tf.number(ev.get("dur"))
+        dur = dur if dur is not None and dur > 0 else 0.0
+        args = tf.event_args(ev)
+        if cat in tf.KERNEL_CATS:
+            stats.device_kernels += 1
+            kernels.append(i)
+            end[i] = dur
+            continue
+        scope = cat in tf.CPU_SCOPE_CATS
+        runtime = cat in tf.RUNTIME_CATS
+        if not (scope or runtime):
+            continue
+        thread = (_key(ev.get("pid")), _key(ev.get("tid")))
+        by_thread[thread].append((ts, -dur, i))
+        end[i] = ts + dur
+        if runtime:
+            corr = args.get("correlation")
+            if corr is not None:
+                runtime_by_corr[_key(corr)] = i
+            runtime_by_loc[(thread[0], thread[1], ts)] = i
+            continue
+        is_scope.add(i)
+        if cat in tf.CPU_OP_CATS:
+            stats.cpu_ops += 1
+        ext = args.get("External id")
+        if ext is not None and cat in tf.CPU_OP_CATS:
+            k = _key(ext)
+            if k in ext_to_op:
+                dup_ext.add(k)
+                stats.duplicate_external_ids += 1
+            else:
+                ext_to_op[k] = i
+        name = ev.get("name")
+        if not isinstance(name, str) or name[len(ATEN_PREFIX):] not in OP_FORMULAS:
+            result = None
+        else:
+            # Steps repeat the same layers: memoize by the recorded inputs (repr is a cheap,
+            # exact key for JSON values).
+            memo_key = (name, repr(args.get("Input Dims")), repr(args.get("Input type")),
+                        repr(args.get("Concrete Inputs")))
+            result = memo.get(memo_key, memo)
+            if result is memo:
+                result = memo[memo_key] = op_cost_or_reason(name, args)
+        if result is None:
+            pre = _precost(args)
+            if pre is not None:
+                own[i] = pre
+                stats.triton_costed += 1
+            continue
+        recognized.add(i)
+        if isinstance(result, OpCost):
+            own[i] = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
+                               bytes_read=int(result.bytes_read), bytes_written=int(result.bytes_written),
+                               dtype=result.dtype, cost_source="shapes")
+        else:
+            failed[i] = result
+
+    # Pass 2: nesting of CPU-side events per thread (parent = innermost enclosing scope).
+    parent: dict[int, int] = {}
+    for items in by_thread.values():
+        items.sort()
+        stack: list[tuple[float, int]] = []
+        for ts, _negdur, i in items:
+            while stack and stack[-1][0] <= ts:
+                stack.pop()
+            if stack:
+                parent[i] = stack[-1][1]
+            if i in is_scope:
+                stack.append((end[i], i))
+
+    # Only the innermost costed op of a nest counts; outer ones are shadowed.
+    shadowed: set[int] = set()
+    covered: set[int] = set()  # recognized ops with a costed op at or below them
+    for i in own:
+        covered.add(i)
+        p = parent.get(i)
+        while p is not None:
+            if p in own:
+                shadowed.add(p)
+            if p in recognized:
+                covered.add(p)
+            p = parent.get(p)
+    unknown_names: set[str] = set()
+    for i, reason in failed.items():
+        if i in covered or _has_recognized_ancestor(i, parent, recognized):
+            continue  # counted once per nest, at its outermost op
+        if reason.startswith(UNKNOWN_DTYPE):
+            stats.unknown_dtypes += 1
+            unknown_names.add(reason.split(":", 1)[1])
+        elif reason == NO_SHAPES:
+            stats.ops_without_shapes += 1
+        else:
+            stats.ops_bad_shapes += 1
+    stats.unknown_dtype_names = tuple(sorted(unknown_names))
+
+    # Pass 3: device kernels -> launching op -> nearest costed op.
+    costs: dict[int, EventCost] = {}
+    groups: dict[int, list[int]] = defaultdict(list)
+    served: set[int] = set()
+    for k in kernels:
+        ev = events[k]
+        args = tf.event_args(ev)
+        pre = _precost(args)
+        launch = _launching_op(events, ev, args, parent, ext_to_op, dup_ext, runtime_by_corr, runtime_by_loc,
+                               flow_start, flow_finish)
+        target = None
+        if launch is not None:
+            p: int | None = launch
+            while p is not None and p not in own:
+                p = parent.get(p)
+            target = p
+        if pre is not None:
+            costs[k] = pre
+            stats.triton_costed += 1
+            if target is not None:
+                served.add(target)
+            continue
+        if launch is None:
+            stats.kernels_without_launch += 1
+            continue
+        if target is not None and target not in shadowed:
+            groups[target].append(k)
+
+    for i, cost in own.items():
+        if i in shadowed or i in served:
+            continue
+        ks = groups.get(i)
+        if ks:
+            if len(ks) > 1:
+                stats.ops_with_several_kernels += 1
+            # The longest kernel did the op's main work (split-K reductions, layout transforms and
+            # fills are short); first one wins a tie.
+            best = max(ks, key=lambda j: (end[j], -j))
+            costs[best] = cost
+        else:
+            costs[i] = cost
+    stats.ops_costed = sum(1 for i in own if i not in shadowed and i not in served)
+    return costs, stats
+
+
+def _has_recognized_ancestor(i: int, parent: dict[int, int], recognized: set[int]) -> bool:
+    p = parent.get(i)
+    while p is not None:
+        if p in recognized:
+            return True
+        p = parent.get(p)
+    return False
+
+
+def _launching_op(events: list, ev: dict, args: dict, parent: dict[int, int], ext_to_op: dict[Any, int], dup_ext: set[Any],
+                  runtime_by_corr: dict[Any, int], runtime_by_loc: dict[tuple[Any, Any, float], int],
+                  flow_start: dict[Any, tuple[Any, Any, float]],
+                  flow_finish: dict[tuple[Any, Any, float], Any]) -> int | None:
+    """The CPU op that launched kernel ``ev``, or None."""
+    runtime = None
+    corr = args.get("correlation")
+    if corr is not None:
+        runtime = runtime_by_corr.get(_key(corr))
+    if runtime is None and flow_finish:
+        ts = tf.number(ev.get("ts"))
+        fid = flow_finish.get((_key(ev.get("pid")), _key(ev.get("tid")), ts)) if ts is not None else None
+        start = flow_start.get(fid) if fid is not None else None
+        if start is not None:
+            runtime = runtime_by_loc.get(start)
+    if runtime is not None and runtime in parent:
+        # The runtime call sits inside its launching op on the CPU thread: exact, even when
+        # External ids repeat.
+        return parent[runtime]
+    ext = args.get("External id")
+    if ext is None and runtime is not None:
+        # runtime events carry the launching op's External id too
+        ext = tf.event_args(events[runtime]).get("External id")
+    if ext is None:
+        return None
+    k = _key(ext)
+    if k in dup_ext:
+        return None
+    return ext_to_op.get(k)

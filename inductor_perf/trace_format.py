@@ -1,0 +1,342 @@
+"""Kineto / Chrome trace JSON: the argument keys we add, loading and saving.
+
+Arg keys follow upstream's ``kernel_flop`` / ``kernel_num_gb`` on purpose, so tools that already
+read those keep working.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import gzip
+import json
+import logging
+import math
+import os
+import tempfile
+import zlib
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator
+
+from .errors import TraceFormatError
+
+# --- Args added to every kernel event by augmentation -------------------------------------------
+KERNEL_FLOP = "kernel_flop"                      # int: total FLOPs of this call
+KERNEL_MATMUL_FLOP = "kernel_matmul_flop"        # int: the matmul / conv / attention part
+KERNEL_NUM_GB = "kernel_num_gb"                  # float: (bytes read + written) / 1e9
+KERNEL_BYTES_READ = "kernel_bytes_read"          # int
+KERNEL_BYTES_WRITTEN = "kernel_bytes_written"    # int
+ACHIEVED_TFLOPS = "achieved_tflops"              # float: kernel_flop / dur
+ACHIEVED_GBPS = "achieved_gbps"                  # float: bytes / dur
+ACHIEVED_FLOPS_PCT = "achieved_flops_pct"        # float: % of the compute roof (when known)
+ACHIEVED_BANDWIDTH_PCT = "achieved_bandwidth_pct"  # float: % of the memory roof (when known)
+ROOFLINE_BOUND = "roofline_bound"                # "compute" | "memory" | "latency" | "unknown"
+SOURCE = "source"                                # "file.py:123" of the innermost user frame
+MODULE_PATH = "module_path"                      # "encoder.layers.0.attn"
+NODE_NAMES = "node_names"                        # "mm_1, relu_2": FX nodes the kernel computes
+STACK_TRACE = "stack_trace"                      # the user's stack, as FX recorded it
+# Extra keys, not in the issue's list but useful for joins and diffs.
+KERNEL_KIND = "kernel_kind"                      # "generated" | "extern"
+GRAPH_ID = "graph_id"                            # Inductor graph id the kernel belongs to
+IS_BACKWARD = "is_backward"                      # bool
+COST_SOURCE = "cost_source"                      # "tag" (compile-time) | "shapes" (recorded shapes) | "triton" (launch args)
+
+ADDED_ARG_KEYS = (
+    KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
+    ACHIEVED_TFLOPS, ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND,
+    SOURCE, MODULE_PATH, NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE,
+)
+
+# --- Loading and saving ---------------------------------------------------------------------------
+# Nothing here imports torch: loading must stay cheap.
+
+log = logging.getLogger(__name__)
+
+_GZIP_MAGIC = b"\x1f\x8b"
+# Events per serialization chunk when writing: bounds the extra memory of the encoded text.
+_WRITE_CHUNK = 20_000
+
+# Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces
+# wrote "Operator"/"Kernel"/"Runtime".
+CPU_OP_CATS = frozenset({"cpu_op", "operator"})
+CPU_SCOPE_CATS = frozenset({"cpu_op", "operator", "user_annotation"})
+KERNEL_CATS = frozenset({"kernel"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
+FLOW_CATS = frozenset({"ac2g"})
+
+
+@dataclass
+class LoadedTrace:
+    """A parsed trace and what loading had to repair."""
+
+    trace: dict
+    path: str
+    non_finite: int = 0
+    """NaN / Infinity literals in the file, each replaced by None (strict JSON has no such values)."""
+    gzipped: bool = False
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """Disable the cyclic GC for the block and restore its previous state.
+
+    Parsing builds millions of small dicts and lists; every 700 allocations the collector would
+    walk all of them again, which makes loading a large trace several times slower.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _orjson() -> Any:
+    try:
+        import orjson  # optional extra "fast"
+    except ImportError:
+        return None
+    return orjson
+
+
+def _read_bytes(path: str) -> tuple[bytes, bool]:
+    try:
+        with open(path, "rb") as f:
+            raw = f.read()
+    except IsADirectoryError:
+        raise TraceFormatError(f"{path}: is a directory, expected a .json or .json.gz trace file") from None
+    except FileNotFoundError:
+        raise TraceFormatError(f"{path}: no such file") from None
+    if raw[:2] == _GZIP_MAGIC:
+        try:
+            return gzip.decompress(raw), True
+        except (EOFError, OSError, zlib.error) as e:
+            raise TraceFormatError(f"{path}: truncated or corrupt gzip file ({e})") from None
+    return raw, False
+
+
+def _parse(raw: bytes, path: str) -> tuple[Any, int]:
+    """JSON value of ``raw`` and the number of NaN/Infinity literals replaced by None."""
+    orjson = _orjson()
+    if orjson is not None:
+        try:
+            return orjson.loads(raw), 0
+        except orjson.JSONDecodeError:
+            pass  # maybe NaN/Infinity or a >64-bit integer: the stdlib parser accepts those
+    non_finite = 0
+
+    def _constant(_name: str) -> None:
+        nonlocal non_finite
+        non_finite += 1
+        return None
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise TraceFormatError(f"{path}: not a JSON trace (not UTF-8 text: {e.reason} at byte {e.start})") from None
+    try:
+        return json.loads(text, parse_constant=_constant), non_finite
+    except json.JSONDecodeError as e:
+        what = "truncated JSON" if e.pos >= len(text.rstrip()) else "not valid JSON"
+        raise TraceFormatError(f"{path}: {what} (line {e.lineno}, column {e.colno}: {e.msg})") from None
+    except RecursionError:
+        raise TraceFormatError(f"{path}: not a trace (JSON nested too deeply)") from None
+
+
+def validate_trace(trace: Any, where: str = "trace") -> dict:
+    """Return ``trace`` if it is a JSON object with a ``traceEvents`` list, else raise TraceFormatError."""
+    if not isinstance(trace, dict):
+        raise TraceFormatError(
+            f"{where}: expected a JSON object with a 'traceEvents' list, got a JSON {_json_kind(trace)}")
+    events = trace.get("traceEvents")
+    if events is None:
+        raise TraceFormatError(f"{where}: not a Chrome/Kineto trace: no 'traceEvents' key")
+    if not isinstance(events, list):
+        raise TraceFormatError(f"{where}: 'traceEvents' must be a list, got a JSON {_json_kind(events)}")
+    return trace
+
+
+def _json_kind(v: Any) -> str:
+    if isinstance(v, dict):
+        return "object"
+    if isinstance(v, list):
+        return "array"
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, bool):
+        return "boolean"
+    if v is None:
+        return "null"
+    return "number"
+
+
+def read_trace(path: str | os.PathLike) -> LoadedTrace:
+    """Load a ``.json`` or ``.json.gz`` trace (gzip is detected from the content) and validate it.
+
+    >>> read_trace("run.pt.trace.json.gz").trace["traceEvents"][0]["name"]  # doctest: +SKIP
+    """
+    p = os.fspath(path)
+    raw, gz = _read_bytes(p)
+    with gc_paused():
+        value, non_finite = _parse(raw, p)
+    del raw
+    trace = validate_trace(value, p)
+    if not trace["traceEvents"]:
+        log.warning("%s: the trace has no events", p)
+    if non_finite:
+        log.warning("%s: %s NaN/Infinity values replaced by null", p, non_finite)
+    return LoadedTrace(trace=trace, path=p, non_finite=non_finite, gzipped=gz)
+
+
+def load_trace(path: str | os.PathLike) -> dict:
+    """The trace dict of a ``.json`` / ``.json.gz`` file; TraceFormatError with one line otherwise."""
+    return read_trace(path).trace
+
+
+def _sanitize(v: Any) -> Any:
+    """A copy of ``v`` with non-finite floats replaced by None (only called on the slow path)."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: _sanitize(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_sanitize(x) for x in v]
+    return v
+
+
+def _encoder() -> Callable[[Any], bytes]:
+    """A function that encodes a JSON value as strict JSON bytes (never NaN/Infinity)."""
+    orjson = _orjson()
+
+    def std(v: Any) -> bytes:
+        try:
+            return json.dumps(v, allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+        except ValueError:
+            # A non-finite float somewhere in v: strict JSON has no spelling for it.
+            return json.dumps(_sanitize(v), allow_nan=False, separators=(",", ":"),
+                              ensure_ascii=False).encode("utf-8")
+        except (TypeError, RecursionError) as e:
+            raise TraceFormatError(f"trace holds a value that is not JSON: {e}") from None
+
+    if orjson is None:
+        return std
+
+    def fast(v: Any) -> bytes:
+        try:
+            # orjson writes NaN/Infinity as null, which is what we want.
+            return orjson.dumps(v)
+        except (TypeError, orjson.JSONEncodeError):
+            # >64-bit integers, non-str keys, surrogates...: the stdlib encoder decides.
+            return std(v)
+
+    return fast
+
+
+def save_trace(trace: dict, path: str | os.PathLike, *,
+               progress: Callable[[float], None] | None = None) -> None:
+    """Write ``trace`` as strict JSON (gzip when ``path`` ends with ``.gz``), atomically.
+
+    The file appears complete or not at all: we write a temporary file in the same directory and
+    ``os.replace`` it. ``progress`` (optional) receives the fraction of events written.
+    """
+    p = os.fspath(path)
+    validate_trace(trace, "trace to save")
+    directory = os.path.dirname(os.path.abspath(p))
+    enc = _encoder()
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(p) + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if p.endswith(".gz") else raw
+            try:
+                _write_streaming(out, trace, enc, progress)
+            finally:
+                if out is not raw:
+                    out.close()
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _write_streaming(out: Any, trace: dict, enc: Callable[[Any], bytes],
+                     progress: Callable[[float], None] | None) -> None:
+    # Keys keep their order; traceEvents is written in chunks so the encoded text of a
+    # multi-GB trace never has to exist in memory at once.
+    out.write(b"{")
+    first = True
+    for key, value in trace.items():
+        if not isinstance(key, str):
+            raise TraceFormatError(f"trace key {key!r} is not a string")
+        if not first:
+            out.write(b",")
+        first = False
+        out.write(enc(key) + b":")
+        if key != "traceEvents":
+            out.write(enc(value))
+            continue
+        out.write(b"[")
+        n = len(value)
+        for start in range(0, n, _WRITE_CHUNK):
+            if start:
+                out.write(b",")
+            chunk = enc(value[start:start + _WRITE_CHUNK])
+            out.write(chunk[1:-1])  # strip the chunk's own brackets
+            if progress is not None:
+                progress(min(1.0, (start + _WRITE_CHUNK) / n))
+        out.write(b"]")
+    out.write(b"}")
+
+
+# --- Event views ---------------------------------------------------------------------------------
+def number(v: Any) -> float | None:
+    """``v`` as a finite float, or None for anything else (bools, strings, NaN, missing)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def category(ev: dict) -> str:
+    """The event's ``cat``, lower-cased ('' when missing or not a string)."""
+    cat = ev.get("cat")
+    return cat.lower() if isinstance(cat, str) else ""
+
+
+def event_args(ev: dict) -> dict:
+    """The event's ``args`` dict, or an empty dict when missing or malformed."""
+    a = ev.get("args")
+    return a if isinstance(a, dict) else {}
+
+
+def complete_events(trace: dict, cats: frozenset[str] | None = None) -> Iterator[tuple[int, dict, float, float]]:
+    """``(index, event, ts, dur)`` of every complete (``ph == "X"``) event with a finite ``ts``.
+
+    ``dur`` is 0.0 when missing or not a finite number. ``cats`` filters by lower-cased category.
+    """
+    for i, ev in enumerate(trace["traceEvents"]):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        if cats is not None and category(ev) not in cats:
+            continue
+        ts = number(ev.get("ts"))
+        if ts is None:
+            continue
+        dur = number(ev.get("dur"))
+        yield i, ev, ts, (dur if dur is not None else 0.0)
+
+
+def device_kernels(trace: dict) -> Iterator[tuple[int, dict, float, float]]:
+    """Complete events of device kernels (``cat == "kernel"``)."""
+    return complete_events(trace, KERNEL_CATS)
+
+
+def cpu_ops(trace: dict) -> Iterator[tuple[int, dict, float, float]]:
+    """Complete events of CPU operators (``cat`` ``cpu_op`` or the older ``Operator``)."""
+    return complete_events(trace, CPU_OP_CATS)
