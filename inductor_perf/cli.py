@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import warnings
 from typing import Sequence
 
 from .errors import InductorPerfError
@@ -26,11 +27,66 @@ def _add_devices(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_devices(args: argparse.Namespace) -> int:
-    raise InductorPerfError("'devices' is not implemented yet")
+    import json
+
+    from . import devices
+
+    if args.current:
+        import torch
+
+        found = [("cpu", 0, devices.resolve_device("cpu"))]
+        # is_available() asks the driver without creating a CUDA context.
+        if torch.cuda.is_available():
+            found += [("cuda", i, devices.resolve_device("cuda", i)) for i in range(torch.cuda.device_count())]
+        if args.json:
+            print(json.dumps([{"device": f"{t}:{i}", "spec": s.to_dict() if s else None} for t, i, s in found],
+                             indent=2, allow_nan=False))
+            return 0
+        tf32 = devices.tf32_enabled()
+        for t, i, s in found:
+            if s is None:
+                print(f"{t}:{i}: not in the device table (see docs/devices.md to add it)")
+                continue
+            print(f"{t}:{i}: {s.name}  [peaks: {s.peak_source}]")
+            for k, v in s.peak_tflops.items():
+                print(f"    {devices.dtype_name(k):<16} {v:>10.3f} {'TOPS' if k is devices.I8 else 'TFLOP/s'}")
+            print(f"    {'bandwidth':<16} {s.mem_bandwidth_gbs:>10.1f} GB/s")
+            if t == "cuda" and devices.TF32 in s.peak_tflops:
+                print(f"    float32 matmuls use the {'tf32' if tf32 else 'float32'} roof (TF32 {'on' if tf32 else 'off'})")
+            print(f"    source: {s.source_url}")
+            print(f"    note:   {s.source_note}")
+        return 0
+    rows = devices.table_rows()
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2, allow_nan=False))
+        return 0
+
+    def cell(r: "devices.DeviceSpec", key: object) -> str:
+        v = r.peak_tflops.get(key)  # type: ignore[call-overload]
+        return f"{v:,.1f}" if v is not None else "-"
+
+    header = f"{'device':<44} {'bf16':>8} {'fp16':>8} {'fp32':>7} {'tf32':>7} {'GB/s':>7}  source"
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        print(f"{r.name:<44} {cell(r, devices.BF16):>8} {cell(r, devices.F16):>8} {cell(r, devices.F32):>7} "
+              f"{cell(r, devices.TF32):>7} {r.mem_bandwidth_gbs:>7,.0f}  {r.peak_source}: {r.source_url}")
+    print("\nDense TFLOP/s (values published only with 2:4 sparsity are halved). "
+          "`inductor-perf devices --current` shows this machine.")
+    return 0
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    raise InductorPerfError("'calibrate' is not implemented yet")
+    from . import calibrate, devices
+
+    m = calibrate.calibrate(args.device, args.seconds)
+    path = calibrate.save(m)
+    devices.clear_device_cache()
+    for name, v in m.gemm_tflops.items():
+        print(f"GEMM {name:<10} {v:10.4f} TFLOP/s")
+    print(f"memory bandwidth  {m.mem_bandwidth_gbs:10.1f} GB/s (best of copy and add)")
+    print(f"cached in {path}; used for peak_source 'measured' from now on")
+    return 0
 
 
 # --- augment / summary / diff (offline traces) ---------------------------------------------------
@@ -123,7 +179,10 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    raise InductorPerfError("'diff' is not implemented yet")
+    from .comparison import diff_files
+
+    print(diff_files(args.a, args.b, by=args.by).format(args.format), end="")
+    return 0
 
 
 # --- compare (eager vs compiled of a user file) --------------------------------------------------
@@ -137,7 +196,14 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    raise InductorPerfError("'compare' is not implemented yet")
+    from .comparison import compare_file
+
+    # steps / warmup / trace_dir are read with getattr so the parser can grow those flags.
+    result = compare_file(args.file, by=args.by, backward=not args.no_backward,
+                          steps=getattr(args, "steps", 3), warmup=getattr(args, "warmup", 2),
+                          trace_dir=getattr(args, "trace_dir", None))
+    print(result.format(args.format), end="")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -153,6 +219,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # torch warns on import when NumPy is absent; the CLI needs no NumPy, so keep stderr to our
+    # own one-line messages.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     # The CLI may configure logging; the library never does.
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.WARNING,
                         format="inductor-perf: %(levelname)s: %(message)s")

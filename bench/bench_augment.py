@@ -1,0 +1,92 @@
+"""Augment one large synthetic trace with inductor-perf and with upstream's profile_analysis, side by
+side, each in its own subprocess; print wall time, peak RSS and the ratios.
+
+    .venv/bin/python bench/bench_augment.py --events 1000000 --dir /tmp/bench
+
+Peak RSS comes from ``/usr/bin/time -v`` when present, else from getrusage(RUSAGE_CHILDREN) of a
+fresh wrapper process per command (ru_maxrss is a maximum over all waited-for children, so each
+command gets its own wrapper).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+_WRAPPER = (
+    "import resource, subprocess, sys, json;"
+    "rc = subprocess.call(sys.argv[1:]);"
+    "print(json.dumps({'rc': rc, 'maxrss_kb': resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}),"
+    " file=sys.stderr)"
+)
+
+
+def measure(cmd: list[str]) -> dict:
+    """Run ``cmd``; return rc, wall seconds, peak RSS in MB and the tail of stderr."""
+    t0 = time.perf_counter()
+    if shutil.which("time") and os.path.exists("/usr/bin/time"):
+        p = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        m = re.search(r"Maximum resident set size \(kbytes\): (\d+)", p.stderr)
+        rss_kb = int(m.group(1)) if m else -1
+        rc = p.returncode
+        err = p.stderr.split("\tCommand being timed")[0]
+    else:
+        p = subprocess.run([sys.executable, "-c", _WRAPPER, *cmd], capture_output=True, text=True)
+        wall = time.perf_counter() - t0
+        last = p.stderr.strip().splitlines()[-1]
+        info = json.loads(last)
+        rc, rss_kb, err = info["rc"], info["maxrss_kb"], p.stderr
+    return {"rc": rc, "wall_s": wall, "peak_rss_mb": rss_kb / 1024, "stderr_tail": err.strip()[-400:]}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--dir", default="/tmp/inductor_perf_bench")
+    ap.add_argument("--skip-upstream", action="store_true")
+    a = ap.parse_args(argv)
+    os.makedirs(a.dir, exist_ok=True)
+    src = os.path.join(a.dir, f"gen_{a.events}.json")
+    if not os.path.exists(src):
+        subprocess.run([sys.executable, os.path.join(HERE, "gen_trace.py"), str(a.events), src], check=True)
+    size_mb = os.path.getsize(src) / 1e6
+    ours_out = os.path.join(a.dir, "ours.augmented.json")
+    up_out = os.path.join(a.dir, "upstream.augmented.json")
+    cli = shutil.which("inductor-perf", path=os.path.dirname(sys.executable)) or "inductor-perf"
+    runs = {"inductor-perf augment": measure([cli, "augment", src, "-o", ours_out])}
+    if not a.skip_upstream:
+        runs["upstream profile_analysis"] = measure(
+            [sys.executable, "-m", "torch._inductor.analysis.profile_analysis", "--augment_trace", src, up_out,
+             "float"])
+    try:
+        import orjson  # noqa: F401
+        fast = "orjson"
+    except ImportError:
+        fast = "json (orjson not installed)"
+    print(f"trace: {src} ({size_mb:.0f} MB, {a.events} events requested)")
+    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"Python {platform.python_version()}, parser {fast}")
+    print(f"{'command':28s} {'rc':>3s} {'wall s':>8s} {'peak RSS MB':>12s}")
+    for name, r in runs.items():
+        print(f"{name:28s} {r['rc']:3d} {r['wall_s']:8.1f} {r['peak_rss_mb']:12.0f}")
+        if r["rc"] != 0:
+            print(f"  stderr: {r['stderr_tail']}")
+    if len(runs) == 2:
+        ours, up = runs["inductor-perf augment"], runs["upstream profile_analysis"]
+        print(f"speedup (upstream wall / ours): {up['wall_s'] / ours['wall_s']:.1f}x; "
+              f"peak RSS ours / upstream: {ours['peak_rss_mb'] / up['peak_rss_mb']:.2f}")
+    return 0 if all(r["rc"] == 0 for r in runs.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

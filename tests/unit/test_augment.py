@@ -1,0 +1,171 @@
+"""augment_trace: pure, copies only what changes, writes exactly the documented args."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import os
+from types import MappingProxyType, SimpleNamespace
+
+import pytest
+import torch
+
+from inductor_perf import trace_format as tf
+from inductor_perf.augment import AugmentStats, EventCost, augment_file, augment_trace, costs_from_shapes
+from inductor_perf.trace_format import load_trace
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+UPSTREAM = os.path.join(FIXTURES, "upstream_example.json")
+
+
+def fake_device(peak=100.0, bw=1000.0):
+    # The fields devices.DeviceSpec exposes; a float32 matmul peak of `peak` TFLOP/s on a CPU-type
+    # device (no TF32 switch) and `bw` GB/s.
+    return SimpleNamespace(name="Fake-1", peak_tflops=MappingProxyType({torch.float32: peak}),
+                           vector_tflops=MappingProxyType({}), mem_bandwidth_gbs=bw, peak_source="test",
+                           device_type="cpu")
+
+
+def small_trace():
+    return {"meta": {"x": 1}, "traceEvents": [
+        {"ph": "X", "cat": "kernel", "name": "k0", "ts": 0.0, "dur": 10.0, "args": {"keep": 1}},
+        {"ph": "X", "cat": "kernel", "name": "k1", "ts": 20.0, "dur": 2.0},
+        {"ph": "X", "cat": "kernel", "name": "k2", "ts": 30.0, "dur": 0},
+        {"ph": "i", "name": "marker", "ts": 40.0},
+    ]}
+
+
+COST = EventCost(flops=2_000_000, matmul_flops=2_000_000, bytes_read=30_000, bytes_written=10_000,
+                 dtype=torch.float32, source="model.py:12", module_path="enc.layers.0", node_names=("mm_1", "relu_2"),
+                 kind="extern", graph_id=0, is_backward=False, cost_source="tag")
+
+
+def test_pure_and_shares_untouched_events():
+    trace = small_trace()
+    before = copy.deepcopy(trace)
+    new, stats = augment_trace(trace, {0: COST}, None)
+    assert trace == before  # input untouched
+    assert new is not trace and new["traceEvents"] is not trace["traceEvents"]
+    assert new["meta"] is trace["meta"]
+    assert new["traceEvents"][1] is trace["traceEvents"][1] and new["traceEvents"][3] is trace["traceEvents"][3]
+    assert new["traceEvents"][0] is not trace["traceEvents"][0]
+    assert new["traceEvents"][0]["args"] is not trace["traceEvents"][0]["args"]
+    assert len(new["traceEvents"]) == 4 and [e["name"] for e in new["traceEvents"]] == ["k0", "k1", "k2", "marker"]
+    assert stats.events_augmented == 1 and stats.events == 4
+
+
+def test_args_without_device():
+    new, _ = augment_trace(small_trace(), {0: COST}, None)
+    a = new["traceEvents"][0]["args"]
+    # 2e6 FLOP in 10 µs = 0.2 TFLOP/s; 40,000 B in 10 µs = 4 GB/s
+    assert a["keep"] == 1
+    assert a[tf.KERNEL_FLOP] == 2_000_000 and a[tf.KERNEL_MATMUL_FLOP] == 2_000_000
+    assert a[tf.KERNEL_NUM_GB] == pytest.approx(4e-5)
+    assert (a[tf.KERNEL_BYTES_READ], a[tf.KERNEL_BYTES_WRITTEN]) == (30_000, 10_000)
+    assert a[tf.ACHIEVED_TFLOPS] == pytest.approx(0.2) and a[tf.ACHIEVED_GBPS] == pytest.approx(4.0)
+    assert tf.ACHIEVED_FLOPS_PCT not in a and tf.ACHIEVED_BANDWIDTH_PCT not in a
+    assert a[tf.ROOFLINE_BOUND] == "unknown"
+    assert a[tf.SOURCE] == "model.py:12" and a[tf.MODULE_PATH] == "enc.layers.0"
+    assert a[tf.NODE_NAMES] == "mm_1, relu_2" and a[tf.KERNEL_KIND] == "extern"
+    assert a[tf.GRAPH_ID] == 0 and a[tf.IS_BACKWARD] is False and a[tf.COST_SOURCE] == "tag"
+    assert tf.STACK_TRACE not in a  # None values are omitted
+
+
+def test_args_with_fake_device():
+    new, stats = augment_trace(small_trace(), {0: COST}, fake_device())
+    a = new["traceEvents"][0]["args"]
+    # 0.2 of 100 TFLOP/s = 0.2 %; 4 of 1000 GB/s = 0.4 %
+    assert a[tf.ACHIEVED_FLOPS_PCT] == pytest.approx(0.2)
+    assert a[tf.ACHIEVED_BANDWIDTH_PCT] == pytest.approx(0.4)
+    # intensity 2e6 / 4e4 = 50 FLOP/B < ridge 100e12 / 1000e9 = 100 -> left of the ridge
+    assert a[tf.ROOFLINE_BOUND] in ("memory", "latency")
+    assert stats.peaks_known
+
+
+def test_unknown_dtype_peak_leaves_flops_pct_out():
+    cost = EventCost(flops=10, matmul_flops=10, bytes_read=4, bytes_written=4, dtype=torch.float8_e5m2)
+    new, _ = augment_trace(small_trace(), {0: cost}, fake_device())
+    a = new["traceEvents"][0]["args"]
+    assert tf.ACHIEVED_FLOPS_PCT not in a
+    assert a[tf.ACHIEVED_BANDWIDTH_PCT] == pytest.approx(8 / 10 / 1e3 / 1000 * 100)
+
+
+def test_nonpositive_and_missing_dur():
+    new, stats = augment_trace(small_trace(), {2: COST, 3: COST}, None)
+    for i in (2, 3):
+        a = new["traceEvents"][i]["args"]
+        assert tf.ACHIEVED_TFLOPS not in a and a[tf.KERNEL_FLOP] == 2_000_000
+    assert stats.nonpositive_dur == 2
+
+
+def test_triton_cost_has_no_read_write_split():
+    cost = EventCost(flops=5, matmul_flops=0, bytes_read=1_000_000_000, bytes_written=0, cost_source="triton")
+    a = augment_trace(small_trace(), {1: cost}, None)[0]["traceEvents"][1]["args"]
+    assert a[tf.KERNEL_NUM_GB] == 1.0 and tf.KERNEL_BYTES_READ not in a and a[tf.COST_SOURCE] == "triton"
+
+
+def test_never_non_finite():
+    cost = EventCost(flops=10**400, matmul_flops=10**400, bytes_read=10**400, bytes_written=0, dtype=torch.float32)
+    trace = {"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 0, "dur": 1e-300}]}
+    new, _ = augment_trace(trace, {0: cost}, fake_device())
+    for v in new["traceEvents"][0]["args"].values():
+        assert not (isinstance(v, float) and not math.isfinite(v))
+    json.dumps(new, allow_nan=False)
+
+
+def test_device_events_only_skips_cpu_ops():
+    trace = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 0, "dur": 10.0},
+                             {"ph": "X", "cat": "kernel", "ts": 0, "dur": 10.0}]}
+    new, _ = augment_trace(trace, {0: COST, 1: COST}, fake_device(), device_events_only=True)
+    assert tf.ACHIEVED_FLOPS_PCT not in new["traceEvents"][0]["args"]
+    assert tf.ACHIEVED_FLOPS_PCT in new["traceEvents"][1]["args"]
+
+
+def test_out_of_range_index_is_our_bug():
+    with pytest.raises(IndexError):
+        augment_trace(small_trace(), {9: COST}, None)
+
+
+def test_stats_warnings_have_counts():
+    s = AugmentStats(events=10, kernels_without_launch=3, unknown_dtypes=2, unknown_dtype_names=("c10::X",))
+    w = s.warnings()
+    assert "3 device kernels without a launching op" in w
+    assert any(x.startswith("2 ops with unknown dtypes (c10::X") for x in w)
+
+
+# --- upstream's example (pytorch test/inductor/test_analysis.py, test_augment_trace_helper_unit) ----
+def test_upstream_example_our_numbers():
+    trace = load_trace(UPSTREAM)
+    costs, _ = costs_from_shapes(trace)
+    new, _ = augment_trace(trace, costs, None)
+    flops = {e["name"]: e["args"].get(tf.KERNEL_FLOP) for e in new["traceEvents"] if e["cat"] == "kernel"}
+    # addmm: 2 * 1 * 2048 * 1000 (the same number upstream expects)
+    assert flops["void cutlass_addmm"] == 4_096_000
+    # conv 1x3x224x224 * 64x3x7x7, stride 2, padding 3: 64 * 112 * 112 * 3 * 49 * 2 (INTEROP.md)
+    assert flops["void convolution_kernel"] == 236_027_904
+    # counted once: none of the CPU ops carries a cost in a GPU trace
+    assert all(tf.KERNEL_FLOP not in e["args"] for e in new["traceEvents"] if e["cat"] == "cpu_op")
+
+
+def test_upstream_example_upstream_numbers():
+    pa = pytest.importorskip("torch._inductor.analysis.profile_analysis")
+    out = pa._augment_trace_helper(load_trace(UPSTREAM))
+    got = [e["args"].get("kernel_flop") for e in out["traceEvents"]]
+    # upstream: padding-blind conv (223,552,896) on both the CPU op and the kernel
+    assert got == [None, None, 4_096_000, 4_096_000, 223_552_896, 223_552_896]
+    mm = {"name": "aten::mm", "args": {"Input Dims": [[256, 512], [512, 768]], "Input type": ["float", "float"],
+                                       "Concrete Inputs": ["", ""]}}
+    # upstream's mm bytes: twice (256*512 + 512*768 + 256*768) * 4 = 5,767,168 B, double ours
+    assert pa._estimate_gb(mm) == pytest.approx(5_767_168 / 1e9)
+
+
+def test_augment_file_upstream_example_gets_peaks_from_device_properties(tmp_path):
+    pytest.importorskip("inductor_perf.devices")
+    src = tmp_path / "u.json"
+    src.write_bytes(open(UPSTREAM, "rb").read())
+    stats = augment_file(src)
+    out = load_trace(tmp_path / "u.augmented.json")
+    k = [e for e in out["traceEvents"] if e["name"] == "void convolution_kernel"][0]["args"]
+    assert k[tf.ROOFLINE_BOUND] != "unknown" and tf.ACHIEVED_FLOPS_PCT in k
+    assert stats.events_augmented == 2 and stats.peaks_known

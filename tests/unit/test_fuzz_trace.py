@@ -1,0 +1,91 @@
+"""Property test: any JSON-shaped trace goes through attribution, augmentation and saving without
+raising anything but TraceFormatError, and comes back as strict JSON with the same events."""
+
+from __future__ import annotations
+
+import json
+import math
+from types import MappingProxyType, SimpleNamespace
+
+import torch
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inductor_perf.augment import augment_trace, costs_from_shapes
+from inductor_perf.errors import TraceFormatError
+from inductor_perf.shape_costs import OP_FORMULAS
+from inductor_perf.trace_format import save_trace
+
+OP_NAMES = ["aten::" + n for n in OP_FORMULAS] + ["aten::linear", "triton_poi_fused_0", "cudaLaunchKernel"]
+CATS = ["cpu_op", "kernel", "cuda_runtime", "ac2g", "user_annotation", "Operator", "python_function", None, 3]
+TYPES = ["float", "c10::Half", "c10::BFloat16", "double", "Scalar", "ScalarList", "", "c10::Nope", None]
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(min_value=-(2**70), max_value=2**70),
+                    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=8))
+json_values = st.recursive(scalars, lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                                            st.dictionaries(st.text(max_size=6), inner, max_size=4)),
+                           max_leaves=12)
+small_ints = st.integers(min_value=-2, max_value=70)
+dims = st.lists(st.one_of(st.lists(small_ints, max_size=5), scalars), max_size=10)
+concrete = st.lists(st.one_of(st.sampled_from(["", "[1, 1]", "[2, 2]", "[0]", "1", "3", "True", "False", "[a]",
+                                               "[3, 3]", "[1, 1, 1]"]), scalars), max_size=13)
+args = st.one_of(
+    st.fixed_dictionaries({}, optional={
+        "Input Dims": dims, "Input type": st.lists(st.sampled_from(TYPES), max_size=10),
+        "Concrete Inputs": concrete, "External id": st.one_of(st.integers(0, 5), scalars),
+        "correlation": st.one_of(st.integers(0, 5), scalars), "kernel_flop": scalars, "kernel_num_gb": scalars,
+        "device": st.integers(0, 2)}),
+    json_values)
+event = st.one_of(
+    st.fixed_dictionaries({"ph": st.sampled_from(["X", "X", "X", "s", "f", "i", "B", None])}, optional={
+        "name": st.one_of(st.sampled_from(OP_NAMES), scalars), "cat": st.sampled_from(CATS),
+        "ts": st.one_of(st.floats(-1e3, 1e3), scalars), "dur": st.one_of(st.floats(-5, 50), scalars),
+        "pid": st.one_of(st.integers(0, 2), scalars), "tid": st.one_of(st.integers(0, 2), scalars),
+        "id": st.integers(0, 5), "args": args}),
+    json_values)
+
+
+# Mostly-valid op events, so that many examples reach the formulas and the kernel join.
+@st.composite
+def plausible(draw):
+    m, k, n, b = (draw(st.integers(0, 9)) for _ in range(4))
+    name, dims = draw(st.sampled_from([
+        ("aten::mm", [[m, k], [k, n]]), ("aten::addmm", [[n], [m, k], [k, n], [], []]),
+        ("aten::bmm", [[b, m, k], [b, k, n]]), ("aten::convolution", [[b, k, m + 2, n + 2], [m, k, 3, 3]] + [[]] * 7),
+        ("aten::_scaled_dot_product_efficient_attention", [[b, 2, m, k], [b, 1, n, k], [b, 1, n, k]])]))
+    return {"ph": "X", "cat": draw(st.sampled_from(["cpu_op", "kernel", "cuda_runtime"])), "name": name,
+            "ts": draw(st.floats(0, 100)), "dur": draw(st.floats(-1, 30)), "pid": 1, "tid": 1,
+            "args": {"Input Dims": dims, "Input type": [draw(st.sampled_from(TYPES[:4]))] * len(dims),
+                     "Concrete Inputs": ["", "", "", "[1, 1]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1"],
+                     "External id": draw(st.integers(0, 5)), "correlation": draw(st.integers(0, 5))}}
+
+
+traces = st.fixed_dictionaries({"traceEvents": st.lists(st.one_of(event, plausible(), plausible()), max_size=25)},
+                               optional={"deviceProperties": json_values, "displayTimeUnit": json_values})
+
+
+DEVICE = SimpleNamespace(name="Fake", peak_tflops=MappingProxyType({torch.float32: 50.0, torch.float16: 400.0}),
+                         vector_tflops=MappingProxyType({}), mem_bandwidth_gbs=900.0, peak_source="test",
+                         device_type="cpu")
+
+
+def _strict(c: str) -> None:
+    raise AssertionError(f"non-strict constant {c}")
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces)
+def test_fuzz_pipeline(tmp_path_factory, trace):
+    out = tmp_path_factory.mktemp("fuzz") / "o.json"
+    try:
+        costs, _ = costs_from_shapes(trace)
+        new, _ = augment_trace(trace, costs, DEVICE if len(trace["traceEvents"]) % 2 else None)
+        for i in costs:
+            for v in new["traceEvents"][i]["args"].values():
+                assert not (isinstance(v, float) and not math.isfinite(v))
+        save_trace(new, out)
+    except TraceFormatError:
+        return
+    data = json.loads(out.read_bytes(), parse_constant=_strict)
+    assert len(data["traceEvents"]) == len(trace["traceEvents"])

@@ -1,0 +1,280 @@
+"""FLOPs / bytes from recorded shapes, and the join that counts each cost once.
+
+Expected FLOPs come from ../shared/INTEROP.md (hand-checked reference numbers), from hand arithmetic
+in the comments, or from FlopCounterMode on the same op run live.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.utils.flop_counter import FlopCounterMode
+
+from inductor_perf import shape_costs as sc
+from inductor_perf.trace_format import load_trace
+
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+
+
+def ev(name, dims, types, concrete=None, **kw):
+    args = {"Input Dims": dims, "Input type": types}
+    if concrete is not None:
+        args["Concrete Inputs"] = concrete
+    args.update(kw.pop("args", {}))
+    e = {"ph": "X", "cat": "cpu_op", "name": name, "pid": 1, "tid": 1, "ts": kw.pop("ts", 0.0),
+         "dur": kw.pop("dur", 10.0), "args": args}
+    e.update(kw)
+    return e
+
+
+def conv_event(x, w, stride, padding, dilation="[1, 1]", transposed="False", out_pad="[0, 0]", groups="1"):
+    return ev("aten::convolution", [x, w, [], [], [], [], [], [], []],
+              ["float", "float", "", "ScalarList", "ScalarList", "ScalarList", "Scalar", "ScalarList", "Scalar"],
+              ["", "", "", stride, padding, dilation, transposed, out_pad, groups])
+
+
+def live_flops(fn) -> int:
+    with FlopCounterMode(display=False) as m:
+        fn()
+    return m.get_total_flops()
+
+
+# --- reference numbers (INTEROP.md) --------------------------------------------------------------
+def test_reference_conv_56():
+    c = sc.op_cost("aten::convolution", conv_event([1, 3, 56, 56], [12, 3, 5, 5], "[1, 1]", "[0, 0]")["args"])
+    assert c.flops == 4_867_200 and c.matmul_flops == 4_867_200
+
+
+def test_reference_conv_224_padded():
+    c = sc.op_cost("aten::convolution", conv_event([1, 3, 224, 224], [64, 3, 7, 7], "[2, 2]", "[3, 3]")["args"])
+    assert c.flops == 236_027_904  # padding-blind formulas give 223,552,896
+    # bytes: input 150528 + weight 9408 floats read, output 64*112*112 floats written
+    assert (c.bytes_read, c.bytes_written) == ((150_528 + 9_408) * 4, 802_816 * 4)
+
+
+def test_reference_mm_and_bytes():
+    c = sc.op_cost("aten::mm", ev("aten::mm", [[256, 512], [512, 768]], ["float", "float"])["args"])
+    assert c.flops == 201_326_592
+    # read (256*512 + 512*768) * 4 = 2,097,152; written 256*768*4 = 786,432
+    assert (c.bytes_read, c.bytes_written) == (2_097_152, 786_432)
+    assert c.dtype == torch.float32
+
+
+def test_reference_bmm():
+    c = sc.op_cost("aten::bmm", ev("aten::bmm", [[8, 256, 512], [8, 512, 768]], ["c10::BFloat16"] * 2)["args"])
+    assert c.flops == 1_610_612_736
+    assert c.dtype == torch.bfloat16
+    assert c.bytes_written == 8 * 256 * 768 * 2
+
+
+def test_addmm_and_baddbmm_read_the_bias():
+    c = sc.op_cost("aten::addmm", ev("aten::addmm", [[1000], [1, 2048], [2048, 1000], [], []],
+                                     ["float", "float", "float", "Scalar", "Scalar"], ["", "", "", "1", "1"])["args"])
+    assert c.flops == 2 * 2048 * 1000  # 4,096,000
+    assert c.bytes_read == (1000 + 2048 + 2048 * 1000) * 4 and c.bytes_written == 1000 * 4
+    c = sc.op_cost("aten::baddbmm", ev("aten::baddbmm", [[1, 4, 6], [2, 4, 5], [2, 5, 6]], ["double"] * 3)["args"])
+    assert c.flops == 2 * 2 * 4 * 5 * 6 and c.bytes_read == (24 + 40 + 60) * 8
+
+
+@pytest.mark.parametrize("x, w, kw, sig", [
+    ((1, 4, 10, 10), (4, 3, 3, 3), dict(stride=2, padding=1, output_padding=1, groups=2), "transposed"),
+    ((2, 6, 9, 11), (6, 2, 3, 2), dict(stride=(2, 1), padding=(1, 0), dilation=(2, 3), groups=3), "regular"),
+    ((1, 2, 17), (5, 2, 4), dict(stride=3, padding=2), "regular"),
+    ((1, 2, 5, 6, 7), (3, 2, 2, 2, 2), dict(stride=1, padding=1, dilation=2), "regular"),
+])
+def test_conv_variants_match_flop_counter(x, w, kw, sig):
+    xt, wt = torch.randn(x), torch.randn(w)
+    nd = len(x) - 2
+    if sig == "transposed":
+        fn = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}[nd]
+    else:
+        fn = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}[nd]
+    out = fn(xt, wt, **kw)
+    expected = live_flops(lambda: fn(xt, wt, **kw))
+
+    def lst(v, d=0):
+        v = kw.get(v, d)
+        return str(list(v) if isinstance(v, tuple) else [v] * nd)
+
+    e = conv_event(list(x), list(w), lst("stride", 1), lst("padding"), lst("dilation", 1),
+                   str(sig == "transposed"), lst("output_padding"), str(kw.get("groups", 1)))
+    c = sc.op_cost("aten::convolution", e["args"])
+    assert c.flops == expected
+    assert c.bytes_written == out.numel() * 4
+
+
+def test_mkldnn_and_cudnn_argument_orders():
+    # mkldnn_convolution(self, weight, bias, padding, stride, dilation, groups)
+    a = ev("aten::mkldnn_convolution", [[1, 3, 224, 224], [64, 3, 7, 7], [64], [], [], [], []],
+           ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
+           ["", "", "", "[3, 3]", "[2, 2]", "[1, 1]", "1"])["args"]
+    assert sc.op_cost("aten::mkldnn_convolution", a).flops == 236_027_904
+    # cudnn_convolution(self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
+    a = ev("aten::cudnn_convolution", [[1, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], []],
+           ["c10::Half", "c10::Half", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"],
+           ["", "", "[3, 3]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"])["args"]
+    c = sc.op_cost("aten::cudnn_convolution", a)
+    assert c.flops == 236_027_904 and c.dtype == torch.float16
+
+
+def test_sdpa_hand_and_gqa():
+    # q,k,v (2, 4, 64, 32): two bmms of 8 x (64x32 @ 32x64) -> 2 * 8*64*64*32*2 = 4,194,304
+    d = [[2, 4, 64, 32]] * 3
+    for name in ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_flash_attention",
+                 "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention"):
+        c = sc.op_cost(name, ev(name, d + [[], []], ["float"] * 3 + ["Scalar", "Scalar"])["args"])
+        assert c.flops == 4_194_304, name
+        assert c.bytes_read == 3 * 2 * 4 * 64 * 32 * 4 and c.bytes_written == 2 * 4 * 64 * 32 * 4
+    # GQA: 8 query heads over 2 kv heads: scores are per query head
+    c = sc.op_cost("aten::_scaled_dot_product_efficient_attention",
+                   ev("x", [[1, 8, 16, 8], [1, 2, 16, 8], [1, 2, 16, 8]], ["float"] * 3)["args"])
+    assert c.flops == 2 * (8 * 16 * 16 * 8 * 2)
+
+
+@pytest.mark.parametrize("name, dims, types, reason", [
+    ("aten::mm", [[4, 5], [6, 7]], ["float", "float"], sc.BAD_SHAPES),
+    ("aten::mm", [[4, 5, 1], [5, 7]], ["float", "float"], sc.BAD_SHAPES),
+    ("aten::mm", [[4, "5"], [5, 7]], ["float", "float"], sc.BAD_SHAPES),
+    ("aten::mm", [[4, 5], [5, 7]], ["c10::Float42", "float"], "unknown_dtype:c10::Float42"),
+    ("aten::mm", [[4, 5], [5, 7]], ["float"], sc.NO_SHAPES),
+    ("aten::mm", [], [], sc.NO_SHAPES),
+    ("aten::_scaled_dot_product_efficient_attention", [[1, 3, 4, 8], [1, 2, 4, 8], [1, 2, 4, 8]], ["float"] * 3,
+     sc.BAD_SHAPES),
+])
+def test_unusable_shapes_give_a_reason(name, dims, types, reason):
+    assert sc.op_cost_or_reason(name, ev(name, dims, types)["args"]) == reason
+    assert sc.op_cost(name, ev(name, dims, types)["args"]) is None
+
+
+def test_conv_without_concrete_inputs_or_bad_params():
+    e = conv_event([1, 3, 8, 8], [4, 3, 3, 3], "[1, 1]", "[0, 0]")
+    del e["args"]["Concrete Inputs"]
+    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.NO_SHAPES
+    e = conv_event([1, 3, 8, 8], [4, 3, 3, 3], "[0, 1]", "[0, 0]")
+    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.BAD_SHAPES
+    e = conv_event([1, 3, 2, 2], [4, 3, 3, 3], "[1, 1]", "[0, 0]")  # kernel larger than input
+    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.BAD_SHAPES
+    e = conv_event([1, 3, 8, 8], [4, 3, 3, 3], "[1, 1]", "same")
+    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.BAD_SHAPES
+
+
+def test_dtype_strings():
+    assert sc.parse_dtype("float") is torch.float32
+    assert sc.parse_dtype("c10::Half") is torch.float16
+    assert sc.parse_dtype("long int") is torch.int64
+    assert sc.parse_dtype("c10::Float8_e4m3fn") is torch.float8_e4m3fn
+    assert sc.parse_dtype("c10::complex<float>") is torch.complex64
+    assert sc.parse_dtype("Scalar") is None and sc.parse_dtype(3) is None
+
+
+def test_unknown_ops_are_not_costed():
+    assert sc.op_cost_or_reason("aten::relu", {"Input Dims": [[3]]}) is None
+    assert sc.op_cost_or_reason("cpp_fused_mm_0", {}) is None  # never guessed from a name
+    assert sc.op_cost_or_reason(None, None) is None
+
+
+# --- the join ------------------------------------------------------------------------------------
+def test_real_cpu_trace_counts_each_op_once():
+    trace = load_trace(os.path.join(FIXTURES, "cpu_eager_shapes.pt.trace.json.gz"))
+    costs, stats = sc.costs_from_shapes(trace)
+    evs = trace["traceEvents"]
+    names = sorted(evs[i]["name"] for i in costs)
+    # the innermost op of each nest: conv2d > convolution > _convolution > mkldnn_convolution,
+    # linear > addmm, scaled_dot_product_attention > _flash_attention_for_cpu
+    assert names == sorted(["aten::mkldnn_convolution"] * 3 + ["aten::mm", "aten::bmm", "aten::addmm",
+                            "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_convolution"])
+    total = sum(c.flops for c in costs.values())
+    # hand/INTEROP numbers: 4,867,200 + 201,326,592 + 1,610,612,736 + 236,027,904 + linear 4,096,000
+    # + SDPA 4,194,304 + transposed conv (FlopCounterMode) 21,600 + grouped dilated conv 677,376
+    assert total == 4_867_200 + 201_326_592 + 1_610_612_736 + 236_027_904 + 4_096_000 + 4_194_304 + 21_600 + 677_376
+    xt, wt = torch.randn(1, 4, 10, 10), torch.randn(4, 3, 3, 3)
+    assert live_flops(lambda: F.conv_transpose2d(xt, wt, stride=2, padding=1, output_padding=1, groups=2)) == 21_600
+    x, w = torch.randn(1, 3, 56, 56), torch.randn(12, 1, 3, 3)
+    assert live_flops(lambda: F.conv2d(x, w, padding=2, dilation=2, groups=3)) == 677_376
+    assert stats.ops_without_shapes == stats.ops_bad_shapes == stats.unknown_dtypes == 0
+    assert stats.ops_costed == 8
+
+
+def gpu_trace(*, link="both", dup=False):
+    """A GPU-shaped trace: aten::linear > aten::addmm > cudaLaunchKernel -> 2 kernels."""
+    ext = 5
+    add = ev("aten::addmm", [[64], [32, 128], [128, 64], [], []], ["c10::Half"] * 3 + ["Scalar"] * 2,
+             ["", "", "", "1", "1"], ts=11.0, dur=20.0, args={"External id": ext})
+    lin = ev("aten::linear", [[32, 128], [64, 128], [64]], ["c10::Half"] * 3, ts=10.0, dur=30.0,
+             args={"External id": 4})
+    rt1 = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12.0, "dur": 3.0,
+           "args": {"correlation": 100, "External id": ext}}
+    rt2 = dict(rt1, ts=16.0, args={"correlation": 101, "External id": ext})
+    k1 = {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 30.0, "dur": 8.0, "args": {}}
+    k2 = {"ph": "X", "cat": "kernel", "name": "splitk_reduce", "pid": 0, "tid": 7, "ts": 39.0, "dur": 1.0, "args": {}}
+    events = [lin, add, rt1, rt2, k1, k2]
+    if link in ("both", "args"):
+        k1["args"].update({"correlation": 100, "External id": ext})
+        k2["args"].update({"correlation": 101, "External id": ext})
+    if link == "flows":
+        events += [{"ph": "s", "cat": "ac2g", "id": 100, "pid": 1, "tid": 1, "ts": 12.0, "name": "ac2g"},
+                   {"ph": "f", "cat": "ac2g", "id": 100, "pid": 0, "tid": 7, "ts": 30.0, "bp": "e", "name": "ac2g"},
+                   {"ph": "s", "cat": "ac2g", "id": 101, "pid": 1, "tid": 1, "ts": 16.0, "name": "ac2g"},
+                   {"ph": "f", "cat": "ac2g", "id": 101, "pid": 0, "tid": 7, "ts": 39.0, "bp": "e", "name": "ac2g"}]
+    if link == "external_only":
+        k1["args"]["External id"] = ext
+        k2["args"]["External id"] = ext
+    if dup:
+        events.append(ev("aten::relu", [[3]], ["float"], ts=500.0, dur=1.0, args={"External id": ext}))
+    return {"traceEvents": events, "deviceProperties": [{"id": 0, "name": "NVIDIA H100"}]}
+
+
+@pytest.mark.parametrize("link", ["both", "args", "flows", "external_only"])
+def test_gpu_cost_goes_on_the_longest_kernel_once(link):
+    trace = gpu_trace(link=link)
+    costs, stats = sc.costs_from_shapes(trace)
+    assert list(costs) == [4]  # the 8 µs gemm, not the CPU op, not the reduction
+    assert costs[4].flops == 2 * 32 * 128 * 64 and costs[4].dtype == torch.float16
+    assert stats.ops_with_several_kernels == 1 and stats.kernels_without_launch == 0
+
+
+def test_duplicate_external_ids_resolved_through_runtime_nesting():
+    costs, stats = sc.costs_from_shapes(gpu_trace(link="both", dup=True))
+    assert stats.duplicate_external_ids == 1
+    assert list(costs) == [4]
+
+
+def test_duplicate_external_ids_without_correlation_are_not_guessed():
+    costs, stats = sc.costs_from_shapes(gpu_trace(link="external_only", dup=True))
+    assert stats.duplicate_external_ids == 1 and stats.kernels_without_launch == 2
+    assert [trace_name for trace_name in costs] == [1]  # falls back to the CPU op itself
+
+
+def test_kernel_without_launching_op():
+    trace = gpu_trace(link="none")
+    costs, stats = sc.costs_from_shapes(trace)
+    assert stats.kernels_without_launch == 2
+    assert list(costs) == [1]
+
+
+def test_triton_launch_args_are_kept():
+    trace = {"traceEvents": [
+        {"ph": "X", "cat": "cpu_op", "name": "triton_poi_fused_add_0", "pid": 1, "tid": 1, "ts": 0.0, "dur": 5.0,
+         "args": {"External id": 9, "kernel_flop": 1000, "kernel_num_gb": 0.5}},
+        {"ph": "X", "cat": "kernel", "name": "triton_poi_fused_add_0", "pid": 0, "tid": 7, "ts": 6.0, "dur": 2.0,
+         "args": {"External id": 9}},
+        {"ph": "X", "cat": "kernel", "name": "triton_red_fused_1", "pid": 0, "tid": 7, "ts": 9.0, "dur": 2.0,
+         "args": {"kernel_flop": 7, "kernel_num_gb": 0.25}},
+    ]}
+    costs, stats = sc.costs_from_shapes(trace)
+    assert sorted(costs) == [1, 2]
+    assert costs[1].flops == 1000 and costs[1].bytes_read == 500_000_000 and costs[1].cost_source == "triton"
+    assert costs[2].flops == 7 and costs[2].bytes_read == 250_000_000
+
+
+def test_ops_without_shapes_counted_once_per_nest():
+    trace = load_trace(os.path.join(FIXTURES, "cpu_eager_shapes.pt.trace.json.gz"))
+    for e in trace["traceEvents"]:
+        e.get("args", {}).pop("Input Dims", None)
+    costs, stats = sc.costs_from_shapes(trace)
+    assert costs == {}
+    # 8 nests (4-deep conv nests, linear>addmm, sdpa>flash) -> 8, not one per op
+    assert stats.ops_without_shapes == 8
