@@ -223,7 +223,7 @@ class _Pending:
     profiler_name: str
     device: str
     op: str | None
-    graph_lowering_id: int
+    wrapper_id: int
 
 
 @dataclass
@@ -297,7 +297,7 @@ class TagCollector:
             self.profiler_graph_id = gid
         prefix = f"graph_{gid}_" if (device == "cpu" and gid is not None) else ""
         return _Pending(kernel_name, GENERATED, nodes, flops, mm, read, written,
-                        prefix + kernel_name, device, None, id(V.graph))
+                        prefix + kernel_name, device, None, id(V.graph.wrapper_code))
 
     def _extern(self, kernel: Any, kernel_name: str) -> _Pending:
         from torch._inductor.virtualized import V
@@ -339,21 +339,13 @@ class TagCollector:
         profiler_name = kernel_name if V.graph.cpp_wrapper else (schema_name or kernel_name)
         return _Pending(kernel_name, EXTERN, nodes, flops, mm, read, written, profiler_name,
                         _device_of(kernel), _target_name(target) if target is not None else None,
-                        id(V.graph))
+                        id(V.graph.wrapper_code))
 
     def finish(self) -> list[KernelTag]:
         """The collected call sites as tags. Raises the first collection error, if any."""
         if self.error is not None:
             raise self.error
-        # cpp_wrapper (and nested subgraph lowering) may run codegen for more than one
-        # GraphLowering; the top-level graph's wrapper is the one that runs, and it is the last.
-        if self.pending:
-            last = self.pending[-1].graph_lowering_id
-            pending = [p for p in self.pending if p.graph_lowering_id == last] \
-                if len({p.graph_lowering_id for p in self.pending}) > 1 and _looks_duplicated(self.pending) \
-                else self.pending
-        else:
-            pending = []
+        pending = _drop_repeated_pass(self.pending)
         tags = []
         for i, p in enumerate(pending):
             infos = tuple(node_info(n) for n in p.nodes)
@@ -380,13 +372,21 @@ class TagCollector:
         return tags
 
 
-def _looks_duplicated(pending: list[_Pending]) -> bool:
-    """True when the call sites of the last lowering repeat those of an earlier one (two codegen
-    passes over the same graph, as cpp_wrapper does), rather than nested subgraphs."""
-    last = pending[-1].graph_lowering_id
-    tail = [p.kernel_name for p in pending if p.graph_lowering_id == last]
-    head = [p.kernel_name for p in pending if p.graph_lowering_id != last]
-    return len(head) == len(tail)
+def _drop_repeated_pass(pending: list[_Pending]) -> list[_Pending]:
+    """Keep one codegen pass when Inductor generated the same wrapper twice (cpp_wrapper on GPU
+    writes a Python wrapper to autotune, then the C++ one): the passes have different wrapper
+    objects and identical call-site sequences. Nested subgraphs differ in their kernels and stay."""
+    groups: dict[int, list[_Pending]] = {}
+    for p in pending:
+        groups.setdefault(p.wrapper_id, []).append(p)
+    if len(groups) < 2:
+        return pending
+    seqs = list(groups.values())
+    last = [(p.kernel_name, p.kind) for p in seqs[-1]]
+    repeated = {id(g[0]) for g in seqs[:-1] if [(p.kernel_name, p.kind) for p in g] == last}
+    if not repeated:
+        return pending
+    return [p for g in seqs if id(g[0]) not in repeated for p in g]
 
 
 def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:
