@@ -30,6 +30,9 @@ _EXPORTS = {
     "DeviceSpec": "devices",
     "lookup_device": "devices",
     "resolve_device": "devices",
+    "compare": "comparison",
+    "Comparison": "comparison",
+    "diff_traces": "comparison",
 }
 
 __all__ = ["__version__", *_EXPORTS]

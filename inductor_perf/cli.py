@@ -192,6 +192,9 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--by", choices=("module", "line", "op"), default="module")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--no-backward", action="store_true", help="forward only")
+    p.add_argument("--steps", type=int, default=3, help="profiled steps per side (default 3)")
+    p.add_argument("--warmup", type=int, default=2, help="warm-up steps per side (default 2)")
+    p.add_argument("--trace-dir", default=None, help="also save both traces here (for 'inductor-perf diff')")
     p.set_defaults(func=_cmd_compare)
 
 

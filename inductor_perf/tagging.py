@@ -390,19 +390,35 @@ def _drop_repeated_pass(pending: list[_Pending]) -> list[_Pending]:
 
 
 def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:
-    """The node a kernel is attributed to (source line, module): the one with the most FLOPs,
-    matmul work first; ties go to the latest node in graph order (the kernel's output end)."""
-    best = None
-    best_key: tuple[int, int] | None = None
+    """The node a kernel is attributed to (source line, module).
+
+    The module is the one whose nodes do most of the kernel's work (matmul FLOPs, then all FLOPs,
+    then the number of nodes that compute anything): a fused kernel often also holds views or
+    cheap ops of a neighbouring module. Within that module, the node with the most FLOPs leads;
+    ties go to the latest node in graph order (the kernel's output end).
+    """
+    scored = []
     for n in nodes:
-        if not n.meta.get("stack_trace") and not n.meta.get("nn_module_stack") \
-                and not n.meta.get("fwd_nn_module_stack"):
+        meta = n.meta
+        if not (meta.get("stack_trace") or meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")):
             continue
         c = costs.node_cost(n)
-        key = (_hint(c.matmul_flops), _hint(c.flops))
-        if best_key is None or key >= best_key:
-            best, best_key = n, key
-    return best if best is not None else (nodes[-1] if nodes else None)
+        scored.append((n, node_module_path(n), _hint(c.matmul_flops), _hint(c.flops)))
+    if not scored:
+        return nodes[-1] if nodes else None
+    per_module: dict[str | None, list[int]] = {}
+    for _, mod, mm, fl in scored:
+        acc = per_module.setdefault(mod, [0, 0, 0])
+        acc[0] += mm
+        acc[1] += fl
+        acc[2] += 1 if fl else 0
+    best_module = max(per_module, key=lambda m: tuple(per_module[m]))
+    best = None
+    best_key: tuple[int, int] | None = None
+    for n, mod, mm, fl in scored:
+        if mod == best_module and (best_key is None or (mm, fl) >= best_key):
+            best, best_key = n, (mm, fl)
+    return best
 
 
 def _hint(x: costs.Expr) -> int:
