@@ -1,0 +1,102 @@
+"""join.costs_from_tags on hand-built traces: which event gets which call site's cost."""
+
+from __future__ import annotations
+
+from inductor_perf.join import costs_from_tags
+from inductor_perf.markers import marker_name
+from inductor_perf.tags import GraphTags, KernelTag, NodeInfo
+
+
+def _tag(name: str, profiler_name: str, call_index: int, flops, *, device: str = "cpu",
+         kind: str = "generated") -> KernelTag:
+    return KernelTag(graph_id=0, is_backward=False, kernel_name=name, kind=kind, call_index=call_index,
+                     nodes=(NodeInfo("n", "aten.mm.default", None, ((4, 4),), ("float32",)),),
+                     flops=flops, matmul_flops=flops, bytes_read=100, bytes_written=50, source="m.py:3",
+                     stack_trace=None, module_path="fc", profiler_name=profiler_name, device=device)
+
+
+def _x(name: str, ts: float, dur: float, tid: int = 1, cat: str = "cpu_op", **args) -> dict:
+    ev = {"ph": "X", "cat": cat, "name": name, "ts": ts, "dur": dur, "pid": 1, "tid": tid}
+    if args:
+        ev["args"] = args
+    return ev
+
+
+def _graph(kernels, instance_id: int = 7, **kw) -> GraphTags:
+    return GraphTags(instance_id=instance_id, graph_id=0, is_backward=False, kernels=list(kernels), **kw)
+
+
+def test_kth_event_of_a_name_gets_kth_call_site():
+    g = _graph([_tag("k", "aten::mm", 0, 10), _tag("g", "graph_0_cpp_fused_0", 1, 3),
+                _tag("k", "aten::mm", 2, 20)])
+    events = [
+        _x(marker_name(7, False), 0, 100),
+        _x("aten::mm", 10, 10),
+        _x("aten::copy_", 12, 2),          # nested inside the first mm: not a kernel of ours
+        _x("graph_0_cpp_fused_0", 30, 5),
+        _x("aten::mm", 50, 10),
+        _x("aten::mm", 150, 10),           # outside the marker
+    ]
+    costs, stats = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert {i: c.flops for i, c in costs.items()} == {1: 10, 3: 3, 4: 20}
+    assert stats.events_tagged == 3 and stats.unmatched_call_sites == 0
+
+
+def test_same_name_nested_in_itself_counts_once():
+    g = _graph([_tag("k", "aten::addmm", 0, 10)])
+    events = [_x(marker_name(7, False), 0, 100), _x("aten::addmm", 10, 20), _x("aten::addmm", 12, 5)]
+    costs, _ = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert list(costs) == [1]
+
+
+def test_markers_on_other_threads_do_not_take_events():
+    g = _graph([_tag("k", "aten::mm", 0, 10)])
+    events = [_x(marker_name(7, False), 0, 100, tid=1), _x("aten::mm", 10, 10, tid=2)]
+    costs, stats = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert costs == {} and stats.unmatched_call_sites == 1
+
+
+def test_unknown_and_untagged_graphs_are_counted():
+    events = [_x(marker_name(1, False), 0, 10), _x(marker_name(2, False), 20, 10)]
+    graphs = {2: _graph([], instance_id=2, tagged=False, error="boom")}
+    costs, stats = costs_from_tags({"traceEvents": events}, graphs.get)
+    assert costs == {}
+    assert stats.markers == 2 and stats.markers_unknown_graph == 1 and stats.untagged_graphs == 1
+    assert len(stats.warnings()) == 2
+
+
+def test_symbolic_costs_use_the_marker_sizes():
+    g = _graph([_tag("k", "aten::mm", 0, "2*s0*64")])
+    events = [_x(marker_name(7, False, {"s0": 8}), 0, 100), _x("aten::mm", 10, 10)]
+    costs, _ = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert costs[1].flops == 2 * 8 * 64
+
+
+def test_symbolic_costs_without_sizes_are_reported_not_guessed():
+    g = _graph([_tag("k", "aten::mm", 0, "2*s0*64")])
+    events = [_x(marker_name(7, False), 0, 100), _x("aten::mm", 10, 10)]
+    costs, stats = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert costs == {} and stats.symbolic_unresolved == 1
+
+
+def test_gpu_cost_moves_to_device_kernels_by_correlation_and_splits_by_duration():
+    g = _graph([_tag("triton_poi_fused_add_0", "triton_poi_fused_add_0", 0, 1000, device="cuda")])
+    events = [
+        _x(marker_name(7, False), 0, 100),
+        _x("triton_poi_fused_add_0", 10, 20),
+        _x("cuLaunchKernel", 12, 3, cat="cuda_driver", correlation=41),
+        _x("cuLaunchKernel", 20, 3, cat="cuda_driver", correlation=42),
+        _x("triton_poi_fused_add_0", 200, 30, tid=7, cat="kernel", correlation=41),
+        _x("triton_poi_fused_add_0", 240, 10, tid=7, cat="kernel", correlation=42),
+    ]
+    costs, stats = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert set(costs) == {4, 5}
+    # 1000 FLOPs split 30:10 by duration; the parts add up exactly.
+    assert costs[4].flops == 750 and costs[5].flops == 250
+    assert costs[4].bytes_read + costs[5].bytes_read == 100
+    assert stats.device_events_tagged == 2
+
+
+def test_no_markers_no_costs():
+    costs, stats = costs_from_tags({"traceEvents": [_x("aten::mm", 0, 1)]}, {}.get)
+    assert costs == {} and stats.markers == 0
