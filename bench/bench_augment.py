@@ -63,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     ours_out = os.path.join(a.dir, "ours.augmented.json")
     up_out = os.path.join(a.dir, "upstream.augmented.json")
     cli = shutil.which("inductor-perf", path=os.path.dirname(sys.executable)) or "inductor-perf"
+    load_before = os.getloadavg()[0]
     runs = {"inductor-perf augment": measure([cli, "augment", src, "-o", ours_out])}
     if not a.skip_upstream:
         runs["upstream profile_analysis"] = measure(
@@ -76,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"trace: {src} ({size_mb:.0f} MB, {a.events} events requested)")
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}, parser {fast}")
+    print(f"load average (1 min) before: {load_before:.2f}, after: {os.getloadavg()[0]:.2f} "
+          f"(the machine is shared: compare runs at similar load)")
     print(f"{'command':28s} {'rc':>3s} {'wall s':>8s} {'peak RSS MB':>12s}")
     for name, r in runs.items():
         print(f"{name:28s} {r['rc']:3d} {r['wall_s']:8.1f} {r['peak_rss_mb']:12.0f}")

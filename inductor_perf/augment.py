@@ -8,6 +8,7 @@ plain torch.profiler traces, from recorded shapes (:func:`costs_from_shapes`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -148,28 +149,35 @@ def augment_trace(trace: dict, costs: Mapping[int, EventCost], device: "DeviceSp
         ev = events[i]
         if not isinstance(ev, dict):
             continue
-        use_device = device is not None and (not device_events_only or tf.category(ev) not in tf.CPU_SCOPE_CATS)
-        peak = None
-        if use_device:
-            key = (cost.dtype, cost.matmul_flops > 0)
-            if key not in peak_cache:
-                peak_cache[key] = _peak(device, cost.dtype, cost.matmul_flops > 0)
-            peak = peak_cache[key]
-        args = dict(tf.event_args(ev))
-        dur = tf.number(ev.get("dur"))
-        if dur is None or dur <= 0:
-            stats.nonpositive_dur += 1
-            dur = None
-        args.update(_cost_args(cost, dur, peak, bandwidth if use_device else None))
-        new_ev = dict(ev)
-        new_ev["args"] = args
-        new_events[i] = new_ev
-        stats.events_augmented += 1
-        if peak is not None:
-            stats.peaks_known = True
+        new_events[i] = _augment_event(ev, cost, device, device_events_only, peak_cache, bandwidth, stats)
     new_trace = dict(trace)
     new_trace["traceEvents"] = new_events
     return new_trace, stats
+
+
+def _augment_event(ev: dict, cost: EventCost, device: Any, device_events_only: bool,
+                   peak_cache: dict[tuple[Any, bool], float | None], bandwidth: float | None,
+                   stats: AugmentStats) -> dict:
+    """A copy of ``ev`` whose new ``args`` dict carries ``cost``'s args; counts it in ``stats``."""
+    use_device = device is not None and (not device_events_only or tf.category(ev) not in tf.CPU_SCOPE_CATS)
+    peak = None
+    if use_device:
+        key = (cost.dtype, cost.matmul_flops > 0)
+        if key not in peak_cache:
+            peak_cache[key] = _peak(device, cost.dtype, cost.matmul_flops > 0)
+        peak = peak_cache[key]
+    args = dict(tf.event_args(ev))
+    dur = tf.number(ev.get("dur"))
+    if dur is None or dur <= 0:
+        stats.nonpositive_dur += 1
+        dur = None
+    args.update(_cost_args(cost, dur, peak, bandwidth if use_device else None))
+    new_ev = dict(ev)
+    new_ev["args"] = args
+    stats.events_augmented += 1
+    if peak is not None:
+        stats.peaks_known = True
+    return new_ev
 
 
 def _finite(x: float) -> float | None:
@@ -254,14 +262,21 @@ class _Point:
     bound: str
 
 
-def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
-              bandwidth_gbs: float | None) -> Any:
-    """roofline.classify when it is importable; a minimal stand-in otherwise."""
+@functools.lru_cache(maxsize=None)
+def _roofline_classify() -> Callable[..., Any] | None:
+    # Looked up once: an import statement per augmented event costs ~10% of augmenting.
     try:
         from .roofline import classify
     except ImportError:
-        pass
-    else:
+        return None
+    return classify
+
+
+def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
+              bandwidth_gbs: float | None) -> Any:
+    """roofline.classify when it is importable; a minimal stand-in otherwise."""
+    classify = _roofline_classify()
+    if classify is not None:
         try:
             return classify(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs)
         except (ValueError, ZeroDivisionError, OverflowError) as e:
@@ -347,12 +362,20 @@ class _Progress:
             sys.stderr.flush()
 
 
+FAST_PATH_MIN_BYTES = 50_000_000
+"""Traces at least this large (on disk) are augmented by :func:`_augment_file_fast` when orjson
+is installed: events are parsed one at a time and only the augmented ones are re-encoded."""
+
+
 def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None = None,
-                 device: "DeviceSpec | None" = None, *, progress: bool = False) -> AugmentStats:
+                 device: "DeviceSpec | None" = None, *, progress: bool = False,
+                 fast: bool | None = None) -> AugmentStats:
     """Load ``in_path``, attribute costs from recorded shapes, augment, and write ``out_path``.
 
     ``out_path`` defaults to :func:`default_output_path`; it may never be the input file. The
-    device defaults to the GPU named in the trace's ``deviceProperties``.
+    device defaults to the GPU named in the trace's ``deviceProperties``. ``fast`` picks the
+    streaming path (None: for files of :data:`FAST_PATH_MIN_BYTES` or more); it falls back to the
+    full load whenever the file's layout is not the one it expects, and writes the same JSON.
     """
     src = os.fspath(in_path)
     dst = os.fspath(out_path) if out_path is not None else default_output_path(src)
@@ -360,25 +383,113 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
             os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst)):
         raise TraceFormatError(f"{dst}: the output must not be the input trace")
     show = _Progress(progress)
+    from .shape_costs import warm_up
+
+    warm_up()
+    if fast is None:
+        try:
+            fast = os.path.getsize(src) >= FAST_PATH_MIN_BYTES
+        except OSError:
+            fast = False  # let the normal path say what is wrong with the path
     try:
-        show("loading")
-        loaded = tf.read_trace(src)
-        with tf.gc_paused():
-            # Attribution and augmentation create many small dicts and free none of them.
-            show("attributing")
-            costs, stats = costs_from_shapes(loaded.trace)
-            note = None
-            if device is None:
-                device, note = device_from_trace(loaded.trace)
-            show("augmenting")
-            new, astats = augment_trace(loaded.trace, costs, device, device_events_only=True)
-            show("writing", 0.0)
-            tf.save_trace(new, dst, progress=lambda f: show("writing", f))
+        if fast:
+            with tf.gc_paused():
+                result = _augment_file_fast(src, dst, device, show)
+            if result is not None:
+                return result
+            log.info("%s: layout not the expected one; loading the whole trace", src)
+        return _augment_file_full(src, dst, device, show)
     finally:
         show.done()
+
+
+def _augment_file_full(src: str, dst: str, device: Any, show: _Progress) -> AugmentStats:
+    show("loading")
+    loaded = tf.read_trace(src)
+    with tf.gc_paused():
+        # Attribution and augmentation create many small dicts and free none of them.
+        show("attributing")
+        costs, stats = costs_from_shapes(loaded.trace)
+        note = None
+        if device is None:
+            device, note = device_from_trace(loaded.trace)
+        show("augmenting")
+        new, astats = augment_trace(loaded.trace, costs, device, device_events_only=True)
+        show("writing", 0.0)
+        tf.save_trace(new, dst, progress=lambda f: show("writing", f))
+    return _final_stats(astats, stats, note, loaded.non_finite)
+
+
+def _final_stats(astats: AugmentStats, stats: AugmentStats, note: str | None, non_finite: int) -> AugmentStats:
     astats.merge_from(stats)
     astats.events = stats.events
-    astats.non_finite_inputs += loaded.non_finite
+    astats.non_finite_inputs += non_finite
     if note and astats.events_augmented:
         astats.notes.append(note)
     return astats
+
+
+def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> AugmentStats | None:
+    """Augment ``src`` into ``dst`` without holding every event as a dict, or None (nothing written)
+    when the file's layout is not the one :func:`trace_format.split_trace_file` expects.
+
+    Pass 1 parses each event's bytes and keeps only what the cost join reads; pass 2 copies the
+    bytes of unchanged events and re-encodes the augmented ones.
+    """
+    import orjson
+
+    from .shape_costs import CostJoin
+
+    show("loading")
+    split = tf.split_trace_file(src)
+    if split is None:
+        return None
+    raw, starts, ends = split.raw, split.starts, split.ends
+    n = len(split)
+    show("attributing")
+    loads = orjson.loads
+    join = CostJoin()
+    add = join.add
+    try:
+        for i in range(n):
+            ev = loads(raw[starts[i]:ends[i]])
+            if type(ev) is not dict:
+                return None
+            add(i, ev)
+    except orjson.JSONDecodeError:
+        # a split inside a string, NaN/Infinity...: the full path decides
+        return None
+    if not n:
+        log.warning("%s: the trace has no events", src)
+    costs, stats = join.finish(n)
+    del join
+    note = None
+    if device is None:
+        device, note = device_from_trace(split.header)
+    show("augmenting")
+    astats = AugmentStats(events=n)
+    astats.device_name = getattr(device, "name", None) if device is not None else None
+    peak_cache: dict[tuple[Any, bool], float | None] = {}
+    bandwidth = _bandwidth(device)
+    enc = tf._encoder()
+    todo = sorted(costs)
+
+    def write(out: Any) -> None:
+        # Everything between two augmented events is copied from the input as it is; augmented
+        # events are encoded one at a time as they are written (orjson's output keeps its ~4 KB
+        # buffer alive, so holding 150k of them would cost more than the whole input).
+        view = memoryview(raw)
+        at = 0
+        for done, i in enumerate(todo):
+            out.write(view[at:starts[i]])
+            new_ev = _augment_event(loads(raw[starts[i]:ends[i]]), costs[i], device, True, peak_cache,
+                                    bandwidth, astats)
+            out.write(enc(new_ev))
+            at = ends[i]
+            if done % 20_000 == 0:
+                show("writing", done / len(todo))
+        out.write(view[at:])
+        view.release()
+
+    tf.write_atomic(dst, write)
+    return _final_stats(astats, stats, note, 0)

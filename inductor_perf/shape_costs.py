@@ -13,8 +13,11 @@ counted, attention counts the two matmuls and ignores causal masking.
 from __future__ import annotations
 
 import functools
+import importlib
 import logging
 import math
+import sys
+import threading
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -50,9 +53,46 @@ class OpCost:
     dtype: Any  # torch.dtype
 
 
+def warm_up() -> None:
+    """Import what attribution and the device table need (torch, flop_counter, devices, roofline)
+    before a large trace is loaded; see :func:`_import_torch_elsewhere` for why."""
+    _import_torch_elsewhere(("torch.utils.flop_counter", "inductor_perf.devices", "inductor_perf.roofline"))
+    _dtype_table()
+
+
+def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch.utils.flop_counter",)) -> None:
+    """Import torch.utils.flop_counter on a helper thread the first time.
+
+    Importing torch keeps references to some frames of the importing stack (measured: a 1M-event
+    trace stayed alive after costs_from_shapes returned, and freeing it at interpreter exit took
+    ~20 s). On a fresh thread that stack ends at the thread, not at our caller's trace.
+    """
+    missing = [m for m in modules if m not in sys.modules]
+    if not missing:
+        return
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        for m in missing:
+            try:
+                importlib.import_module(m)
+            except ImportError as e:
+                if m == missing[0]:
+                    errors.append(e)  # torch itself: re-raised on the calling thread
+            except BaseException as e:
+                errors.append(e)
+
+    t = threading.Thread(target=run, name="inductor_perf-import-torch")
+    t.start()
+    t.join()
+    if errors:
+        raise errors[0]
+
+
 # --- dtype strings -------------------------------------------------------------------------------
 @functools.lru_cache(maxsize=1)
 def _dtype_table() -> dict[str, Any]:
+    _import_torch_elsewhere()
     import torch
 
     table: dict[str, Any] = {}
@@ -183,6 +223,7 @@ def _fc() -> Any:
     tuples, and the wrapper's tree_map costs more than the formula itself)."""
     from types import SimpleNamespace
 
+    _import_torch_elsewhere()
     from torch.utils import flop_counter
 
     names = ("mm_flop", "bmm_flop", "conv_flop", "sdpa_flop_count")
@@ -353,8 +394,26 @@ def _key(v: Any) -> Any:
     return v if isinstance(v, (str, int, float)) else repr(v)
 
 
+def _num(v: Any) -> float | None:
+    """:func:`trace_format.number` with a shortcut for the plain floats and ints of parsed JSON."""
+    t = type(v)
+    if t is float:
+        return v if v - v == 0.0 else None  # inf - inf and nan - nan are nan
+    if t is int and -(1 << 53) <= v <= (1 << 53):
+        return float(v)
+    return tf.number(v)
+
+
+def _k(v: Any) -> Any:
+    """:func:`_key` with a shortcut for the str / int ids of parsed JSON."""
+    t = type(v)
+    return v if t is int or t is str else _key(v)
+
+
 def _precost(args: dict) -> EventCost | None:
     """Cost already on the event (Triton launches with benchmark_kernel / profile_bandwidth)."""
+    if tf.KERNEL_FLOP not in args and tf.KERNEL_NUM_GB not in args:
+        return None  # the usual case, decided without the lookups below
     flop = args.get(tf.KERNEL_FLOP)
     gb = args.get(tf.KERNEL_NUM_GB)
     flop_n = tf.number(flop)
@@ -382,182 +441,281 @@ def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
     """
     tf.validate_trace(trace)
     events = trace["traceEvents"]
-    stats = AugmentStats(events=len(events))
-
-    # Pass 1: index what we need.
-    by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
-    end: dict[int, float] = {}
-    is_scope: set[int] = set()
-    ext_to_op: dict[Any, int] = {}
-    dup_ext: set[Any] = set()
-    runtime_by_corr: dict[Any, int] = {}
-    runtime_by_loc: dict[tuple[Any, Any, float], int] = {}
-    kernels: list[int] = []
-    flow_start: dict[Any, tuple[Any, Any, float]] = {}
-    flow_finish: dict[tuple[Any, Any, float], Any] = {}
-    own: dict[int, EventCost] = {}
-    memo: dict[Any, Any] = {}
-    failed: dict[int, str] = {}
-    recognized: set[int] = set()
-
+    join = CostJoin()
+    add = join.add
     for i, ev in enumerate(events):
-        if not isinstance(ev, dict):
-            continue
+        if isinstance(ev, dict):
+            add(i, ev)
+    return join.finish(len(events))
+
+
+def _memo_key(name: str, args: dict) -> Any:
+    """An exact key for an op's recorded inputs: orjson's encoding when it is unambiguous (it writes
+    NaN as null and refuses >64-bit ints), else ``repr`` (slower, same meaning)."""
+    inputs = (args.get("Input Dims"), args.get("Input type"), args.get("Concrete Inputs"))
+    if _dumps is not None:
+        try:
+            b = _dumps(inputs)
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+        else:
+            if b"null" not in b:
+                return name, b
+    return name, repr(inputs)
+
+
+def _orjson_dumps() -> Any:
+    try:
+        from orjson import dumps
+    except ImportError:
+        return None
+    return dumps
+
+
+_dumps = _orjson_dumps()
+
+
+_LOWER: dict[str, str] = {}  # category -> lower-cased, for the few categories traces use
+
+
+class CostJoin:
+    """:func:`costs_from_shapes` one event at a time: ``add(i, event)`` for each dict event in
+    order, then ``finish(n_events)``. Keeps only what the join needs, not the events, so a caller
+    that parses events one by one never has to hold them all."""
+
+    def __init__(self) -> None:
+        self.stats = AugmentStats()
+        self.by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+        self.end: dict[int, float] = {}
+        self.is_scope: set[int] = set()
+        self.ext_to_op: dict[Any, int] = {}
+        self.dup_ext: set[Any] = set()
+        self.runtime_by_corr: dict[Any, int] = {}
+        self.runtime_by_loc: dict[tuple[Any, Any, float], int] = {}
+        self.runtime_ext: dict[int, Any] = {}
+        # kernel index -> (correlation, (pid, tid, ts), External id, precost)
+        self.kernels: dict[int, tuple[Any, tuple[Any, Any, float], Any, EventCost | None]] = {}
+        self.flow_start: dict[Any, tuple[Any, Any, float]] = {}
+        self.flow_finish: dict[tuple[Any, Any, float], Any] = {}
+        self.own: dict[int, EventCost] = {}
+        self.memo: dict[Any, Any] = {}
+        self.failed: dict[int, str] = {}
+        self.recognized: set[int] = set()
+
+    def add(self, i: int, ev: dict) -> None:
+        """Index event ``i`` (a dict)."""
         ph = ev.get("ph")
-        cat = tf.category(ev)
-        if ph in ("s", "f") and cat in tf.FLOW_CATS:
-            ts = tf.number(ev.get("ts"))
-            if ts is None:
-                continue
-            loc = (_key(ev.get("pid")), _key(ev.get("tid")), ts)
-            if ph == "s":
-                flow_start[_key(ev.get("id"))] = loc
-            else:
-                flow_finish[loc] = _key(ev.get("id"))
-            continue
-        if ph != "X":
-            continue
-        ts = tf.number(ev.get("ts"))
-        if ts is None:
-            continue
-        dur = tf.number(ev.get("dur"))
-        dur = dur if dur is not None and dur > 0 else 0.0
-        args = tf.event_args(ev)
-        if cat in tf.KERNEL_CATS:
-            stats.device_kernels += 1
-            kernels.append(i)
-            end[i] = dur
-            continue
+        cat = ev.get("cat")
+        if type(cat) is str:
+            lower = _LOWER.get(cat)
+            if lower is None:
+                lower = cat.lower()
+                if len(_LOWER) < 1024:
+                    _LOWER[cat] = lower
+            cat = lower
+        else:
+            cat = cat.lower() if isinstance(cat, str) else ""
+        if ph == "X":
+            pass
+        elif ph in ("s", "f"):
+            if cat in tf.FLOW_CATS:
+                ts = _num(ev.get("ts"))
+                if ts is None:
+                    return
+                loc = (_k(ev.get("pid")), _k(ev.get("tid")), ts)
+                if ph == "s":
+                    self.flow_start[_k(ev.get("id"))] = loc
+                else:
+                    self.flow_finish[loc] = _k(ev.get("id"))
+            return
+        else:
+            return
+        kernel = cat in tf.KERNEL_CATS
         scope = cat in tf.CPU_SCOPE_CATS
         runtime = cat in tf.RUNTIME_CATS
-        if not (scope or runtime):
-            continue
-        thread = (_key(ev.get("pid")), _key(ev.get("tid")))
-        by_thread[thread].append((ts, -dur, i))
-        end[i] = ts + dur
+        if not (kernel or scope or runtime):
+            return
+        ts = _num(ev.get("ts"))
+        if ts is None:
+            return
+        dur = _num(ev.get("dur"))
+        dur = dur if dur is not None and dur > 0 else 0.0
+        args = ev.get("args")
+        if not isinstance(args, dict):
+            args = {}
+        stats = self.stats
+        if kernel:
+            stats.device_kernels += 1
+            corr = args.get("correlation")
+            self.kernels[i] = (_k(corr) if corr is not None else None,
+                               (_k(ev.get("pid")), _k(ev.get("tid")), ts),
+                               args.get("External id"), _precost(args))
+            self.end[i] = dur
+            return
+        thread = (_k(ev.get("pid")), _k(ev.get("tid")))
+        self.by_thread[thread].append((ts, -dur, i))
+        self.end[i] = ts + dur
         if runtime:
             corr = args.get("correlation")
             if corr is not None:
-                runtime_by_corr[_key(corr)] = i
-            runtime_by_loc[(thread[0], thread[1], ts)] = i
-            continue
-        is_scope.add(i)
-        if cat in tf.CPU_OP_CATS:
+                self.runtime_by_corr[_k(corr)] = i
+            self.runtime_by_loc[(thread[0], thread[1], ts)] = i
+            ext = args.get("External id")
+            if ext is not None:
+                self.runtime_ext[i] = ext
+            return
+        self.is_scope.add(i)
+        is_op = cat in tf.CPU_OP_CATS
+        if is_op:
             stats.cpu_ops += 1
         ext = args.get("External id")
-        if ext is not None and cat in tf.CPU_OP_CATS:
-            k = _key(ext)
-            if k in ext_to_op:
-                dup_ext.add(k)
+        if ext is not None and is_op:
+            k = _k(ext)
+            if k in self.ext_to_op:
+                self.dup_ext.add(k)
                 stats.duplicate_external_ids += 1
             else:
-                ext_to_op[k] = i
+                self.ext_to_op[k] = i
         name = ev.get("name")
         if not isinstance(name, str) or name[len(ATEN_PREFIX):] not in OP_FORMULAS:
             result = None
         else:
             # Steps repeat the same layers: memoize by the recorded inputs (repr is a cheap,
             # exact key for JSON values).
-            memo_key = (name, repr(args.get("Input Dims")), repr(args.get("Input type")),
-                        repr(args.get("Concrete Inputs")))
+            memo = self.memo
+            memo_key = _memo_key(name, args)
             result = memo.get(memo_key, memo)
             if result is memo:
-                result = memo[memo_key] = op_cost_or_reason(name, args)
+                result = op_cost_or_reason(name, args)
+                if isinstance(result, OpCost):
+                    # EventCost is frozen: one instance can serve every op with these inputs.
+                    result = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
+                                       bytes_read=int(result.bytes_read), bytes_written=int(result.bytes_written),
+                                       dtype=result.dtype, cost_source="shapes")
+                if isinstance(memo_key[1], bytes):
+                    # orjson's output keeps its whole write buffer (~4 KB) alive; store a tight copy.
+                    memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
+                memo[memo_key] = result
         if result is None:
             pre = _precost(args)
             if pre is not None:
-                own[i] = pre
+                self.own[i] = pre
                 stats.triton_costed += 1
-            continue
-        recognized.add(i)
-        if isinstance(result, OpCost):
-            own[i] = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
-                               bytes_read=int(result.bytes_read), bytes_written=int(result.bytes_written),
-                               dtype=result.dtype, cost_source="shapes")
+            return
+        self.recognized.add(i)
+        if isinstance(result, EventCost):
+            self.own[i] = result
         else:
-            failed[i] = result
+            self.failed[i] = result
 
-    # Pass 2: nesting of CPU-side events per thread (parent = innermost enclosing scope).
-    parent: dict[int, int] = {}
-    for items in by_thread.values():
-        items.sort()
-        stack: list[tuple[float, int]] = []
-        for ts, _negdur, i in items:
-            while stack and stack[-1][0] <= ts:
-                stack.pop()
-            if stack:
-                parent[i] = stack[-1][1]
-            if i in is_scope:
-                stack.append((end[i], i))
+    def finish(self, n_events: int) -> tuple[dict[int, EventCost], AugmentStats]:
+        """The costs by event index, and the stats of a trace of ``n_events`` events."""
+        stats = self.stats
+        stats.events = n_events
+        own, recognized, end = self.own, self.recognized, self.end
+        # Nesting of CPU-side events per thread (parent = innermost enclosing scope).
+        parent: dict[int, int] = {}
+        is_scope = self.is_scope
+        for items in self.by_thread.values():
+            items.sort()
+            stack: list[tuple[float, int]] = []
+            for ts, _negdur, i in items:
+                while stack and stack[-1][0] <= ts:
+                    stack.pop()
+                if stack:
+                    parent[i] = stack[-1][1]
+                if i in is_scope:
+                    stack.append((end[i], i))
 
-    # Only the innermost costed op of a nest counts; outer ones are shadowed.
-    shadowed: set[int] = set()
-    covered: set[int] = set()  # recognized ops with a costed op at or below them
-    for i in own:
-        covered.add(i)
-        p = parent.get(i)
-        while p is not None:
-            if p in own:
-                shadowed.add(p)
-            if p in recognized:
-                covered.add(p)
-            p = parent.get(p)
-    unknown_names: set[str] = set()
-    for i, reason in failed.items():
-        if i in covered or _has_recognized_ancestor(i, parent, recognized):
-            continue  # counted once per nest, at its outermost op
-        if reason.startswith(UNKNOWN_DTYPE):
-            stats.unknown_dtypes += 1
-            unknown_names.add(reason.split(":", 1)[1])
-        elif reason == NO_SHAPES:
-            stats.ops_without_shapes += 1
-        else:
-            stats.ops_bad_shapes += 1
-    stats.unknown_dtype_names = tuple(sorted(unknown_names))
-
-    # Pass 3: device kernels -> launching op -> nearest costed op.
-    costs: dict[int, EventCost] = {}
-    groups: dict[int, list[int]] = defaultdict(list)
-    served: set[int] = set()
-    for k in kernels:
-        ev = events[k]
-        args = tf.event_args(ev)
-        pre = _precost(args)
-        launch = _launching_op(events, ev, args, parent, ext_to_op, dup_ext, runtime_by_corr, runtime_by_loc,
-                               flow_start, flow_finish)
-        target = None
-        if launch is not None:
-            p: int | None = launch
-            while p is not None and p not in own:
+        # Only the innermost costed op of a nest counts; outer ones are shadowed.
+        shadowed: set[int] = set()
+        covered: set[int] = set()  # recognized ops with a costed op at or below them
+        for i in own:
+            covered.add(i)
+            p = parent.get(i)
+            while p is not None:
+                if p in own:
+                    shadowed.add(p)
+                if p in recognized:
+                    covered.add(p)
                 p = parent.get(p)
-            target = p
-        if pre is not None:
-            costs[k] = pre
-            stats.triton_costed += 1
-            if target is not None:
-                served.add(target)
-            continue
-        if launch is None:
-            stats.kernels_without_launch += 1
-            continue
-        if target is not None and target not in shadowed:
-            groups[target].append(k)
+        unknown_names: set[str] = set()
+        for i, reason in self.failed.items():
+            if i in covered or _has_recognized_ancestor(i, parent, recognized):
+                continue  # counted once per nest, at its outermost op
+            if reason.startswith(UNKNOWN_DTYPE):
+                stats.unknown_dtypes += 1
+                unknown_names.add(reason.split(":", 1)[1])
+            elif reason == NO_SHAPES:
+                stats.ops_without_shapes += 1
+            else:
+                stats.ops_bad_shapes += 1
+        stats.unknown_dtype_names = tuple(sorted(unknown_names))
 
-    for i, cost in own.items():
-        if i in shadowed or i in served:
-            continue
-        ks = groups.get(i)
-        if ks:
-            if len(ks) > 1:
-                stats.ops_with_several_kernels += 1
-            # The longest kernel did the op's main work (split-K reductions, layout transforms and
-            # fills are short); first one wins a tie.
-            best = max(ks, key=lambda j: (end[j], -j))
-            costs[best] = cost
-        else:
-            costs[i] = cost
-    stats.ops_costed = sum(1 for i in own if i not in shadowed and i not in served)
-    return costs, stats
+        # Device kernels -> launching op -> nearest costed op.
+        costs: dict[int, EventCost] = {}
+        groups: dict[int, list[int]] = defaultdict(list)
+        served: set[int] = set()
+        for k in sorted(self.kernels):
+            corr, loc, ext, pre = self.kernels[k]
+            launch = self._launching_op(corr, loc, ext, parent)
+            target = None
+            if launch is not None:
+                p: int | None = launch
+                while p is not None and p not in own:
+                    p = parent.get(p)
+                target = p
+            if pre is not None:
+                costs[k] = pre
+                stats.triton_costed += 1
+                if target is not None:
+                    served.add(target)
+                continue
+            if launch is None:
+                stats.kernels_without_launch += 1
+                continue
+            if target is not None and target not in shadowed:
+                groups[target].append(k)
+
+        for i, cost in own.items():
+            if i in shadowed or i in served:
+                continue
+            ks = groups.get(i)
+            if ks:
+                if len(ks) > 1:
+                    stats.ops_with_several_kernels += 1
+                # The longest kernel did the op's main work (split-K reductions, layout transforms
+                # and fills are short); first one wins a tie.
+                best = max(ks, key=lambda j: (end[j], -j))
+                costs[best] = cost
+            else:
+                costs[i] = cost
+        stats.ops_costed = sum(1 for i in own if i not in shadowed and i not in served)
+        return costs, stats
+
+    def _launching_op(self, corr: Any, loc: tuple[Any, Any, float], ext: Any, parent: dict[int, int]) -> int | None:
+        """The CPU op that launched the kernel with these correlation / location / External id, or None."""
+        runtime = None
+        if corr is not None:
+            runtime = self.runtime_by_corr.get(corr)
+        if runtime is None and self.flow_finish:
+            fid = self.flow_finish.get(loc)
+            start = self.flow_start.get(fid) if fid is not None else None
+            if start is not None:
+                runtime = self.runtime_by_loc.get(start)
+        if runtime is not None and runtime in parent:
+            # The runtime call sits inside its launching op on the CPU thread: exact, even when
+            # External ids repeat.
+            return parent[runtime]
+        if ext is None and runtime is not None:
+            # runtime events carry the launching op's External id too
+            ext = self.runtime_ext.get(runtime)
+        if ext is None:
+            return None
+        k = _key(ext)
+        if k in self.dup_ext:
+            return None
+        return self.ext_to_op.get(k)
 
 
 def _has_recognized_ancestor(i: int, parent: dict[int, int], recognized: set[int]) -> bool:
@@ -567,34 +725,3 @@ def _has_recognized_ancestor(i: int, parent: dict[int, int], recognized: set[int
             return True
         p = parent.get(p)
     return False
-
-
-def _launching_op(events: list, ev: dict, args: dict, parent: dict[int, int], ext_to_op: dict[Any, int], dup_ext: set[Any],
-                  runtime_by_corr: dict[Any, int], runtime_by_loc: dict[tuple[Any, Any, float], int],
-                  flow_start: dict[Any, tuple[Any, Any, float]],
-                  flow_finish: dict[tuple[Any, Any, float], Any]) -> int | None:
-    """The CPU op that launched kernel ``ev``, or None."""
-    runtime = None
-    corr = args.get("correlation")
-    if corr is not None:
-        runtime = runtime_by_corr.get(_key(corr))
-    if runtime is None and flow_finish:
-        ts = tf.number(ev.get("ts"))
-        fid = flow_finish.get((_key(ev.get("pid")), _key(ev.get("tid")), ts)) if ts is not None else None
-        start = flow_start.get(fid) if fid is not None else None
-        if start is not None:
-            runtime = runtime_by_loc.get(start)
-    if runtime is not None and runtime in parent:
-        # The runtime call sits inside its launching op on the CPU thread: exact, even when
-        # External ids repeat.
-        return parent[runtime]
-    ext = args.get("External id")
-    if ext is None and runtime is not None:
-        # runtime events carry the launching op's External id too
-        ext = tf.event_args(events[runtime]).get("External id")
-    if ext is None:
-        return None
-    k = _key(ext)
-    if k in dup_ext:
-        return None
-    return ext_to_op.get(k)

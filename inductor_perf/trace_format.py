@@ -13,12 +13,16 @@ import json
 import logging
 import math
 import os
+import re
 import tempfile
 import zlib
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .errors import TraceFormatError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from array import array
 
 # --- Args added to every kernel event by augmentation -------------------------------------------
 KERNEL_FLOP = "kernel_flop"                      # int: total FLOPs of this call
@@ -240,16 +244,22 @@ def save_trace(trace: dict, path: str | os.PathLike, *,
     The file appears complete or not at all: we write a temporary file in the same directory and
     ``os.replace`` it. ``progress`` (optional) receives the fraction of events written.
     """
-    p = os.fspath(path)
     validate_trace(trace, "trace to save")
-    directory = os.path.dirname(os.path.abspath(p))
     enc = _encoder()
+    write_atomic(path, lambda out: _write_streaming(out, trace, enc, progress))
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
+    """Call ``write(f)`` with a binary file whose bytes become ``path`` (gzip when it ends with
+    ``.gz``) only once ``write`` returns: a temporary file beside it is fsynced and renamed."""
+    p = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(p))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(p) + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as raw:
             out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if p.endswith(".gz") else raw
             try:
-                _write_streaming(out, trace, enc, progress)
+                write(out)
             finally:
                 if out is not raw:
                     out.close()
@@ -289,6 +299,89 @@ def _write_streaming(out: Any, trace: dict, enc: Callable[[Any], bytes],
                 progress(min(1.0, (start + _WRITE_CHUNK) / n))
         out.write(b"]")
     out.write(b"}")
+
+
+# --- Splitting a trace into event byte spans (the large-file path of augment) -------------------
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[\s*')
+# Kineto writes one event per object with only whitespace between "}," and the next "{"; a match
+# inside a string or a nested object splits a value in two, and then a piece fails to parse.
+_EVENT_SEP = re.compile(rb"\}\s*,\s*\{")
+_CLOSE = re.compile(rb"\s*\]")
+
+
+@dataclass
+class SplitTrace:
+    """A trace file's text and the byte span of each ``traceEvents`` element in it.
+
+    Event ``i`` is ``raw[starts[i]:ends[i]]``; ``header`` is the trace's object with ``traceEvents``
+    empty. The spans are not yet known to be valid JSON: whoever parses them must treat a failure as
+    "layout not understood".
+    """
+
+    raw: bytes
+    starts: "array[int]"
+    ends: "array[int]"
+    header: dict
+    gzipped: bool
+
+    def __len__(self) -> int:
+        return len(self.starts)
+
+    def event_bytes(self, i: int) -> bytes:
+        """The text of event ``i``."""
+        return self.raw[self.starts[i]:self.ends[i]]
+
+
+def split_trace_file(path: str | os.PathLike) -> SplitTrace | None:
+    """Find the byte span of every event of a trace file without parsing the events, or None when
+    the file's layout is not the one expected (no orjson, ``"traceEvents"`` not exactly once, an
+    unparseable frame around the array).
+
+    Errors reading the file (missing, corrupt gzip) raise TraceFormatError as :func:`read_trace` does.
+    """
+    orjson = _orjson()
+    if orjson is None:
+        return None
+    from array import array
+
+    p = os.fspath(path)
+    raw, gz = _read_bytes(p)
+    if raw.count(b'"traceEvents"') != 1:
+        return None
+    m = _EVENTS_KEY.search(raw)
+    if m is None:
+        return None
+    starts, ends = array("q"), array("q")
+    start = m.end()
+    if _CLOSE.match(raw, start) is not None:
+        end = start  # empty array
+    else:
+        add_start, add_end = starts.append, ends.append
+        for sep in _EVENT_SEP.finditer(raw, start):
+            add_start(start)
+            add_end(sep.start() + 1)
+            start = sep.end() - 1
+        # The last element: find its end with a real parser (it is followed by "]" and the
+        # rest of the header, where a "}," may legitimately appear).
+        try:
+            text = raw[start:].decode("utf-8")
+            _, end_char = json.JSONDecoder().raw_decode(text)
+        except (UnicodeDecodeError, ValueError, RecursionError):
+            return None
+        end = start + len(text[:end_char].encode("utf-8"))
+        del text
+        add_start(start)
+        add_end(end)
+    close = _CLOSE.match(raw, end)
+    if close is None:
+        return None
+    try:
+        header = orjson.loads(raw[:m.end()] + raw[close.end() - 1:])
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(header, dict) or header.get("traceEvents") != []:
+        return None
+    return SplitTrace(raw=raw, starts=starts, ends=ends, header=header, gzipped=gz)
 
 
 # --- Event views ---------------------------------------------------------------------------------

@@ -1,0 +1,170 @@
+"""augment_file's large-file path (split the events array, parse events one by one, copy unchanged
+bytes) writes the same JSON as the full load, and falls back to it on layouts it does not expect."""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import importlib.util
+import json
+import os
+
+import pytest
+
+from inductor_perf import augment as A
+from inductor_perf import trace_format as tf
+
+pytest.importorskip("orjson")
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = sorted(glob.glob(os.path.join(HERE, "..", "fixtures", "*.json*")))
+GEN = os.path.join(HERE, "..", "..", "bench", "gen_trace.py")
+
+
+def _gen_module():
+    spec = importlib.util.spec_from_file_location("gen_trace", GEN)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _load(path: str):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as f:
+        return json.load(f)
+
+
+def _both(src, tmp_path, ext=".json"):
+    """Augment ``src`` with the full path and the fast path; return both outputs and stats."""
+    full, fast = str(tmp_path / ("full" + ext)), str(tmp_path / ("fast" + ext))
+    s_full = A.augment_file(src, full, fast=False)
+    s_fast = A.augment_file(src, fast, fast=True)
+    return _load(full), _load(fast), s_full, s_fast
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("gen") / "gen.json")
+    n = _gen_module().write(20_000, path, seed=3)
+    assert n >= 20_000
+    return path
+
+
+@pytest.mark.parametrize("ext", [".json", ".json.gz"])
+def test_generated_trace_same_output(generated, tmp_path, ext):
+    assert tf.split_trace_file(generated) is not None  # the fast path really runs on this layout
+    full, fast, s_full, s_fast = _both(generated, tmp_path, ext)
+    assert fast == full
+    assert s_fast == s_full
+    assert s_fast.events_augmented > 1000
+    # Events not augmented are copied byte for byte: same count, same order.
+    assert len(fast["traceEvents"]) == s_full.events
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=os.path.basename)
+def test_fixture_traces_same_output(path, tmp_path):
+    assert tf.split_trace_file(path) is not None
+    full, fast, s_full, s_fast = _both(path, tmp_path)
+    assert fast == full
+    assert s_fast == s_full
+
+
+def test_fast_path_costs_hand_computed_mm(tmp_path):
+    # aten::mm [128, 256] x [256, 512] float32 launching one kernel (correlation 7):
+    # FLOPs 2*128*256*512 = 33_554_432; bytes (128*256 + 256*512 + 128*512) * 4 = 917_504.
+    events = [
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10.0, "dur": 20.0,
+         "args": {"External id": 5, "Input Dims": [[128, 256], [256, 512]], "Input type": ["float", "float"],
+                  "Concrete Inputs": ["", ""]}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 15.0,
+         "dur": 2.0, "args": {"External id": 5, "correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 30.0, "dur": 8.0,
+         "args": {"correlation": 7, "External id": 5}},
+        {"ph": "i", "cat": "other", "name": "marker", "pid": 1, "tid": 1, "ts": 40.0, "s": "t"},
+    ]
+    src = tmp_path / "t.json"
+    # Kineto-like layout: indented, one event per object, whitespace between events.
+    src.write_text('{"schemaVersion": 1,\n  "traceEvents": [\n  '
+                   + ",\n  ".join(json.dumps(e, indent=2) for e in events)
+                   + '\n],\n  "traceName": "t"\n}\n')
+    out = tmp_path / "o.json"
+    stats = A._augment_file_fast(str(src), str(out), None, A._Progress(False))
+    assert stats is not None and stats.events == 4 and stats.events_augmented == 1
+    got = json.loads(out.read_text())
+    assert got["traceName"] == "t" and got["schemaVersion"] == 1
+    kernel_args = got["traceEvents"][2]["args"]
+    assert kernel_args[tf.KERNEL_FLOP] == 33_554_432
+    assert kernel_args[tf.KERNEL_BYTES_READ] + kernel_args[tf.KERNEL_BYTES_WRITTEN] == 917_504
+    assert got["traceEvents"][3] == events[3]
+    assert tf.KERNEL_FLOP not in got["traceEvents"][0]["args"]
+
+
+def _write(tmp_path, text: str) -> str:
+    p = tmp_path / "odd.json"
+    p.write_text(text)
+    return str(p)
+
+
+_OP = ('{"ph":"X","cat":"cpu_op","name":%s,"pid":1,"tid":1,"ts":10,"dur":20,"args":{"External id":5,'
+       '"Input Dims":[[4,8],[8,2]],"Input type":["float","float"],"Concrete Inputs":["",""]%s}}')
+_KERNEL = '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":%s,"args":{"External id":5}}'
+
+ODD_LAYOUTS = {
+    # "}, {" inside a string splits an event in two: both halves fail to parse.
+    "separator_in_string": '{"traceEvents":[%s,%s]}' % (_OP % ('"aten::mm"', ',"note":"a}, {b"'), _KERNEL % 3),
+    # A list of objects inside args: the split cuts the list.
+    "objects_in_args": '{"traceEvents":[%s,%s]}' % (_OP % ('"aten::mm"', ',"l":[{"a":1},{"b":2}]'), _KERNEL % 3),
+    # NaN is not JSON: orjson refuses it, the full path writes null and counts it.
+    "nan": '{"traceEvents":[%s,%s]}' % (_OP % ('"aten::mm"', ""), _KERNEL % "NaN"),
+    # "traceEvents" twice (once as a string value): where the array starts is ambiguous.
+    "key_twice": '{"traceEvents":[%s,%s]}' % (_OP % ('"aten::mm"', ',"k":"traceEvents"'), _KERNEL % 3),
+    # A non-object element between events.
+    "number_element": '{"traceEvents":[%s,5,%s]}' % (_OP % ('"aten::mm"', ""), _KERNEL % 3),
+    # Infinity in the header after the array (not JSON; the full path writes null).
+    "infinity_in_header": '{"traceEvents":[%s,%s],"x":Infinity}' % (_OP % ('"aten::mm"', ""), _KERNEL % 3),
+    # traceEvents nested inside another object.
+    "nested": '{"meta":{"traceEvents":[]},"traceEvents2":[]}',
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_LAYOUTS))
+def test_unexpected_layout_falls_back(name, tmp_path):
+    src = _write(tmp_path, ODD_LAYOUTS[name])
+    # The fast path itself declines (returns None, writes nothing) ...
+    declined = tmp_path / "declined.json"
+    assert A._augment_file_fast(src, str(declined), None, A._Progress(False)) is None
+    assert not declined.exists()
+    if name == "nested":
+        with pytest.raises(tf.TraceFormatError):
+            A.augment_file(src, str(tmp_path / "x.json"), fast=True)
+        return
+    # ... and augment_file(fast=True) then gives exactly the full path's result.
+    full, fast, s_full, s_fast = _both(src, tmp_path)
+    assert fast == full
+    assert s_fast == s_full
+    # The mm op is costed in every case: 2*4*8*2 = 128 FLOPs (kernel dur NaN: on the kernel still).
+    assert any(e.get("args", {}).get(tf.KERNEL_FLOP) == 128 for e in fast["traceEvents"] if isinstance(e, dict))
+
+
+def test_empty_events_fast(tmp_path):
+    src = _write(tmp_path, '{"a": [1, {"b": 2}],\n "traceEvents": [ ],\n "z": "}, {"}')
+    out = tmp_path / "o.json"
+    stats = A._augment_file_fast(src, str(out), None, A._Progress(False))
+    assert stats is not None and stats.events == 0 and stats.events_augmented == 0
+    assert json.loads(out.read_text()) == {"a": [1, {"b": 2}], "traceEvents": [], "z": "}, {"}
+
+
+def test_size_threshold_picks_path(generated, tmp_path, monkeypatch):
+    calls = []
+    real = A._augment_file_fast
+
+    def spy(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(A, "_augment_file_fast", spy)
+    A.augment_file(generated, str(tmp_path / "a.json"))  # ~5 MB: below the threshold
+    assert calls == []
+    monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", 1)
+    A.augment_file(generated, str(tmp_path / "b.json"))
+    assert calls == [generated]
