@@ -1,0 +1,115 @@
+"""Fail loudly when an Inductor internal that inductor_perf relies on moves or changes shape.
+
+Each check names what uses the internal, so a failure after a torch upgrade points at the code to
+revisit (and at inductor_perf.compat.SUPPORTED_TORCH).
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+
+
+def _params(fn) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+def test_provenance_hook_exists_with_expected_parameters() -> None:
+    # tagging.py wraps it to see every kernel call site at codegen time
+    import torch._inductor.debug as debug
+
+    fn = getattr(debug, "set_kernel_post_grad_provenance_tracing")
+    assert _params(fn)[:3] == ["node_schedule", "kernel_name", "is_extern"]
+
+
+def test_cpp_codegen_holds_the_hook_by_name() -> None:
+    # so tagging.collecting must patch torch._inductor.codegen.cpp as well as debug
+    import torch._inductor.codegen.cpp as cpp
+    import torch._inductor.debug as debug
+
+    assert hasattr(cpp, "set_kernel_post_grad_provenance_tracing")
+    assert cpp.set_kernel_post_grad_provenance_tracing is debug.set_kernel_post_grad_provenance_tracing
+
+
+def test_hook_is_restored_after_a_compile() -> None:
+    # our wrapper must not outlive our compile (other backends never see it)
+    import torch._inductor.codegen.cpp as cpp
+    import torch._inductor.debug as debug
+
+    from inductor_perf.tagging import HOOK_MODULES, TagCollector, collecting
+
+    before = {m: getattr(__import__(m, fromlist=["x"]), "set_kernel_post_grad_provenance_tracing")
+              for m in HOOK_MODULES if _importable(m)}
+    with collecting(TagCollector(graph_id=0, is_backward=False)):
+        assert cpp.set_kernel_post_grad_provenance_tracing is not before["torch._inductor.codegen.cpp"]
+    assert debug.set_kernel_post_grad_provenance_tracing is before["torch._inductor.debug"]
+    assert cpp.set_kernel_post_grad_provenance_tracing is before["torch._inductor.codegen.cpp"]
+
+
+def _importable(name: str) -> bool:
+    try:
+        __import__(name)
+        return True
+    except Exception:  # triton codegen may be unimportable without triton
+        return False
+
+
+def test_compiled_fx_graph_attributes() -> None:
+    # markers.instrument wraps current_callable; backend reads _fx_graph_cache_key
+    import dataclasses
+
+    from torch._inductor.output_code import CompiledFxGraph
+
+    fields = {f.name for f in dataclasses.fields(CompiledFxGraph)}
+    assert {"current_callable", "_fx_graph_cache_key"} <= fields
+
+
+def test_compile_fx_accepts_inner_compile_and_config_patches() -> None:
+    from torch._inductor.compile_fx import compile_fx, compile_fx_inner
+
+    from torch._inductor.compile_fx import _CompileFxKwargs
+
+    params = _params(compile_fx)
+    assert "inner_compile" in params and "config_patches" in params
+    assert _params(compile_fx_inner)[:2] == ["gm", "example_inputs"]
+    # _tagging_inner_compile reads these keyword arguments of inner_compile
+    assert {"graph_id", "is_backward", "cpp_wrapper"} <= set(_CompileFxKwargs.__annotations__)
+
+
+def test_kernel_args_buffers() -> None:
+    # tagging._kernel_args_bytes reads the kernel's buffers
+    from torch._inductor.codegen.common import KernelArgs, RemovedArg  # noqa: F401
+
+    args = KernelArgs()
+    for attr in ("input_buffers", "output_buffers", "inplace_buffers"):
+        assert isinstance(getattr(args, attr), dict), attr
+
+
+def test_autograd_cache_switch_exists() -> None:
+    # backend turns the AOTAutograd cache off (a hit would skip inner_compile)
+    assert hasattr(torch._functorch.config, "enable_autograd_cache")
+    with torch._functorch.config.patch(enable_autograd_cache=False):
+        assert torch._functorch.config.enable_autograd_cache is False
+
+
+def test_custom_graph_pass_and_fx_cache_counters() -> None:
+    # backend._namespace_pass subclasses CustomGraphPass; _cache_hits reads this counter
+    from torch._dynamo.utils import counters
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    assert {"__call__", "uuid"} <= set(dir(CustomGraphPass))
+    assert hasattr(config, "post_grad_custom_post_pass")
+    assert isinstance(counters["inductor"]["fxgraph_cache_hit"], int)
+
+
+def test_flop_registry_gaps_are_what_costs_fills() -> None:
+    # costs.py adds formulas for exactly these; if upstream adds them, ours should defer to it
+    from torch.utils.flop_counter import flop_registry
+
+    aten = torch.ops.aten
+    assert aten._scaled_dot_product_flash_attention_for_cpu not in flop_registry
+    assert aten._scaled_dot_product_flash_attention_for_cpu_backward not in flop_registry
+    for packet in (aten.mm, aten.addmm, aten.bmm, aten.convolution, aten.convolution_backward):
+        assert packet in flop_registry

@@ -1,0 +1,90 @@
+"""Bytes (and elementwise FLOPs) of kernel tags on cases computed by hand.
+
+Bytes of a kernel = bytes it reads from memory + bytes it writes to memory; a fused intermediate
+that never leaves the kernel counts nothing.
+"""
+
+from __future__ import annotations
+
+import torch
+from conftest import run_compiled
+
+from inductor_perf.tags import evaluate
+
+N = 2**20  # elements
+FP32 = 4
+
+
+def _single_graph(fn, *inputs):
+    run = run_compiled(fn, inputs, "inductor_perf", backward=False)
+    assert len(run.graphs) == 1
+    g = run.graphs[0]
+    assert g.tagged, g.error
+    return run, g.kernels
+
+
+def _rw(k) -> tuple[int, int]:
+    return evaluate(k.bytes_read), evaluate(k.bytes_written)
+
+
+def test_sin_one_kernel() -> None:
+    def f(x):  # a local function: compiling builtins directly shares one wrapper code object
+        return torch.sin(x)  # across tests, and Dynamo's automatic dynamic shapes kick in
+
+    run, kernels = _single_graph(f, torch.randn(N))
+    assert len(kernels) == 1
+    k = kernels[0]
+    assert k.kind == "generated" and k.device == "cpu"
+    # read x, write y: 2 · 2^20 · 4 B
+    assert _rw(k) == (N * FP32, N * FP32)
+    assert sum(_rw(k)) == 8_388_608
+    assert evaluate(k.flops) == N and evaluate(k.matmul_flops) == 0
+
+
+def test_mul_add_one_kernel() -> None:
+    def f(a, b, c):
+        return a * b + c
+
+    run, kernels = _single_graph(f, torch.randn(N), torch.randn(N), torch.randn(N))
+    assert len(kernels) == 1
+    # three inputs read, one output written: 4 · 2^20 · 4 B
+    assert _rw(kernels[0]) == (3 * N * FP32, N * FP32)
+    assert sum(_rw(kernels[0])) == 16_777_216
+    assert evaluate(kernels[0].flops) == 2 * N  # one mul + one add per element
+
+
+def test_fused_chain_keeps_intermediate_inside() -> None:
+    def f(x):
+        return (x.sin() * 2).cos()
+
+    run, kernels = _single_graph(f, torch.randn(N))
+    assert len(kernels) == 1
+    assert sum(_rw(kernels[0])) == 8_388_608  # not 3× that: the two intermediates stay in registers
+    assert evaluate(kernels[0].flops) == 3 * N
+
+
+def test_reduction_bytes() -> None:
+    def f(x):
+        return x.sum(dim=1)
+
+    run, kernels = _single_graph(f, torch.randn(1024, 256))
+    assert len(kernels) == 1
+    # read 1024·256·4 = 1,048,576; write 1024·4 = 4,096
+    assert _rw(kernels[0]) == (1_048_576, 4_096)
+    assert evaluate(kernels[0].flops) == 1024 * 256  # 1 FLOP per input element
+
+
+def test_extern_mm_bytes_and_flops() -> None:
+    a, b = torch.randn(256, 512), torch.randn(512, 768)
+
+    def f(a, b):
+        return torch.mm(a, b)
+
+    run, kernels = _single_graph(f, a, b)
+    ext = [k for k in kernels if k.kind == "extern"]
+    assert len(ext) == 1 and len(kernels) == 1
+    k = ext[0]
+    assert k.op is not None and k.op.startswith("aten.mm")
+    # inputs 256·512 + 512·768 floats, output 256·768 floats
+    assert _rw(k) == ((256 * 512 + 512 * 768) * FP32, 256 * 768 * FP32) == (2_097_152, 786_432)
+    assert evaluate(k.matmul_flops) == 201_326_592  # INTEROP.md reference, = 2·256·512·768

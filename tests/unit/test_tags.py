@@ -1,0 +1,120 @@
+"""The tag data model: expression evaluation, serialization, module paths, marker names."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inductor_perf.markers import MARKER_PREFIX, marker_name, parse_marker
+from inductor_perf.tagging import innermost_frame, normalize_module_path
+from inductor_perf.tags import GraphTags, KernelTag, NodeInfo, evaluate
+
+
+# --- evaluate -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("value, symbols, expected", [
+    (42, None, 42),
+    ("2*s0*512", {"s0": 8}, 8192),               # 2·8·512
+    ("2048*s33 + 1572864", {"s33": 2}, 1576960),  # 2048·2 + 1572864
+    ("s0*s1", {"s0": 3, "s1": 7, "s9": 1}, 21),   # unused symbols are ignored
+    ("4*floor(s0/2)", {"s0": 9}, 16),             # sympy functions Inductor emits
+    ("(s0 + 1)*(s0 - 1)", {"s0": 5}, 24),
+])
+def test_evaluate(value, symbols, expected) -> None:
+    assert evaluate(value, symbols) == expected
+
+
+def test_evaluate_missing_symbol_names_it() -> None:
+    with pytest.raises(ValueError, match=r"s1"):
+        evaluate("s0*s1", {"s0": 2})
+
+
+# --- serialization ------------------------------------------------------------------------------
+def _tag(**kw) -> KernelTag:
+    node = NodeInfo(name="addmm", target="aten.addmm.default", original_aten="aten.addmm.default",
+                    shapes=(("s0", 64),), dtypes=("float32",), module_path="fc1",
+                    source="/x/model.py:12")
+    base = dict(graph_id=0, is_backward=False, kernel_name="extern_kernels.addmm", kind="extern",
+                call_index=0, nodes=(node,), flops="4096*s0", matmul_flops="4096*s0",
+                bytes_read="128*s0 + 8448", bytes_written="256*s0", source="/x/model.py:12",
+                stack_trace='File "/x/model.py", line 12, in forward', module_path="fc1",
+                profiler_name="aten::addmm", device="cpu", op="aten.addmm.out")
+    base.update(kw)
+    return KernelTag(**base)
+
+
+def test_kernel_tag_round_trip_through_json() -> None:
+    tag = _tag()
+    text = json.dumps(tag.to_dict(), allow_nan=False)
+    back = KernelTag.from_dict(json.loads(text))
+    assert back == tag
+    assert back.nodes[0].shapes == (("s0", 64),)  # lists from JSON become tuples again
+
+
+def test_kernel_tag_ignores_unknown_keys() -> None:
+    d = _tag().to_dict()
+    d["added_by_a_newer_version"] = 1
+    assert KernelTag.from_dict(d) == _tag()
+
+
+def test_evaluated_tag() -> None:
+    tag = _tag()
+    assert tag.is_symbolic
+    e = tag.evaluated({"s0": 8})
+    assert not e.is_symbolic
+    # 4096·8; 128·8 + 8448; 256·8
+    assert (e.flops, e.matmul_flops, e.bytes_read, e.bytes_written) == (32768, 32768, 9472, 2048)
+    concrete = _tag(flops=1, matmul_flops=1, bytes_read=2, bytes_written=3)
+    assert concrete.evaluated({"s0": 8}) is concrete
+
+
+def test_graph_tags_round_trip_and_symbol_values() -> None:
+    import torch
+
+    g = GraphTags(instance_id=3, graph_id=1, is_backward=True, kernels=[_tag(is_backward=True)],
+                  cache_key="fabc", cache_hit=True, profiler_graph_id=0,
+                  symbol_locators={"s0": ("size", 1, 0), "s1": ("int", 0), "s2": ("stride", 1, 0)})
+    back = GraphTags.from_dict(json.loads(json.dumps(g.to_dict())))
+    assert back == g
+    x = torch.empty(5, 7)
+    assert g.symbol_values([9, x]) == {"s0": 5, "s1": 9, "s2": 7}
+    # a locator that does not fit the inputs is left out rather than raising
+    assert g.symbol_values([9]) == {"s1": 9}
+
+
+# --- module paths and frames --------------------------------------------------------------------
+@pytest.mark.parametrize("raw, expected", [
+    ("L['self'].encoder.layers[0].attn", "encoder.layers.0.attn"),
+    ("L['self']._modules['fc']", "fc"),
+    ("L['self']", ""),
+    ("getattr(L['self'].layers, '0').mlp", "layers.0.mlp"),
+    ("L['self'].blocks['b1'].proj", "blocks.b1.proj"),
+    ("L['mod'].fc2", "fc2"),
+])
+def test_normalize_module_path(raw: str, expected: str) -> None:
+    assert normalize_module_path(raw) == expected
+
+
+def test_innermost_frame_is_the_last_user_frame() -> None:
+    st = ('  File "/home/u/train.py", line 40, in main\n    loss = model(x)\n'
+          '  File "/home/u/model.py", line 12, in forward\n    return self.fc(x)\n')
+    assert innermost_frame(st) == "/home/u/model.py:12"
+    assert innermost_frame(None) is None and innermost_frame("no frames") is None
+
+
+# --- markers ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("iid, bwd, syms", [
+    (1, False, None), (42, True, {}), (7, False, {"s0": 8}), (3, True, {"s1": 2, "s0": 16}),
+])
+def test_marker_round_trip(iid: int, bwd: bool, syms) -> None:
+    name = marker_name(iid, bwd, syms)
+    assert name.startswith(MARKER_PREFIX) and name.endswith(" ##")
+    assert parse_marker(name) == (iid, bwd, dict(syms or {}))
+
+
+@pytest.mark.parametrize("name", [
+    "aten::mm", "## Call CompiledFxGraph fabc ##", "## inductor_perf graph=x fwd ##",
+    "## inductor_perf graph=1 sideways ##", "## inductor_perf graph=1 fwd sym=s0:eight ##",
+])
+def test_parse_marker_rejects_other_names(name: str) -> None:
+    assert parse_marker(name) is None
