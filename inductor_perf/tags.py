@@ -112,7 +112,7 @@ class KernelTag:
     device: str = "cpu"
     """``cpu`` or ``cuda``: where the kernel runs."""
     op: str | None = None
-    """For extern kernels, the aten overload (``aten.addmm.default``)."""
+    """For extern kernels, the overload Inductor calls (``aten.addmm.out``)."""
 
     @property
     def is_symbolic(self) -> bool:
