@@ -250,3 +250,43 @@ def test_same_name_gets_a_suffix_not_overwritten(tmp_path):
     assert first == str(tmp_path / "run")
     assert second == str(tmp_path / "run_2")
     assert (tmp_path / "run.summary.txt").read_text() == "earlier run"
+
+
+def _tiny_compiled():
+    import torch
+
+    torch._dynamo.reset()
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    return torch.compile(model, backend="inductor_perf"), torch.randn(4, 8)
+
+
+def test_explicit_profile_writes_on_exception_and_reraises(tmp_path):
+    import inductor_perf
+
+    f, x = _tiny_compiled()
+    f(x).sum().backward()
+    p = inductor_perf.profile(tmp_path, name="boom")
+    with pytest.raises(RuntimeError, match="user error"):
+        with p:
+            f(x).sum().backward()
+            p.step()
+            raise RuntimeError("user error")
+    assert p.result is not None and os.path.exists(p.result.trace_path)
+    assert any("raised RuntimeError" in w for w in p.result.warnings)
+    trace = _strict_load_gz(p.result.trace_path)
+    assert any("kernel_flop" in e.get("args", {}) for e in trace["traceEvents"])
+
+
+def test_profiler_already_running_warns_and_run_goes_on(tmp_path, caplog):
+    import torch
+
+    import inductor_perf
+
+    f, x = _tiny_compiled()
+    with torch.profiler.profile():
+        with caplog.at_level("WARNING", logger="inductor_perf"):
+            with inductor_perf.profile(tmp_path) as p:
+                f(x).sum().backward()
+    assert p.result is None
+    assert any("already running" in r.getMessage() for r in caplog.records)
+    assert not any(tmp_path.iterdir())
