@@ -181,7 +181,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     from .comparison import diff_files
 
-    print(diff_files(args.a, args.b, by=args.by).format(args.format), end="")
+    _print_block(diff_files(args.a, args.b, by=args.by).format(args.format))
     return 0
 
 
@@ -205,8 +205,12 @@ def _cmd_compare(args: argparse.Namespace) -> int:
     result = compare_file(args.file, by=args.by, backward=not args.no_backward,
                           steps=getattr(args, "steps", 3), warmup=getattr(args, "warmup", 2),
                           trace_dir=getattr(args, "trace_dir", None))
-    print(result.format(args.format), end="")
+    _print_block(result.format(args.format))
     return 0
+
+
+def _print_block(text: str) -> None:
+    print(text, end="" if text.endswith("\n") else "\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
