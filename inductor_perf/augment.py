@@ -12,6 +12,7 @@ import functools
 import logging
 import math
 import os
+import re
 import sys
 import time
 from dataclasses import dataclass, field
@@ -197,37 +198,61 @@ def _ratio(num: float, den: float) -> float | None:
 
 def _cost_args(cost: EventCost, dur_us: float | None, peak_tflops: float | None,
                bandwidth_gbs: float | None) -> dict[str, Any]:
+    head, tail = _static_args(cost)
+    return _args_for(head, tail, int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written), dur_us,
+                     peak_tflops, bandwidth_gbs)
+
+
+def _static_args(cost: EventCost) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The args of ``cost`` that do not depend on the event: those before the achieved numbers,
+    and those after ``roofline_bound`` (None values left out)."""
     nbytes = int(cost.bytes_read) + int(cost.bytes_written)
-    flops = int(cost.flops)
-    a: dict[str, Any] = {
-        tf.KERNEL_FLOP: flops,
+    head: dict[str, Any] = {
+        tf.KERNEL_FLOP: int(cost.flops),
         tf.KERNEL_MATMUL_FLOP: int(cost.matmul_flops),
         tf.KERNEL_NUM_GB: _ratio(nbytes, 1e9),
     }
     if cost.cost_source != "triton":
-        a[tf.KERNEL_BYTES_READ] = int(cost.bytes_read)
-        a[tf.KERNEL_BYTES_WRITTEN] = int(cost.bytes_written)
+        head[tf.KERNEL_BYTES_READ] = int(cost.bytes_read)
+        head[tf.KERNEL_BYTES_WRITTEN] = int(cost.bytes_written)
+    tail = {
+        tf.SOURCE: cost.source,
+        tf.MODULE_PATH: cost.module_path,
+        tf.NODE_NAMES: ", ".join(cost.node_names) if cost.node_names else None,
+        tf.STACK_TRACE: cost.stack_trace,
+        tf.KERNEL_KIND: cost.kind,
+        tf.GRAPH_ID: cost.graph_id,
+        tf.IS_BACKWARD: cost.is_backward,
+        tf.COST_SOURCE: cost.cost_source,
+    }
+    return ({k: v for k, v in head.items() if v is not None}, {k: v for k, v in tail.items() if v is not None})
+
+
+def _args_for(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: int, dur_us: float | None,
+              peak_tflops: float | None, bandwidth_gbs: float | None) -> dict[str, Any]:
+    a = dict(head)
     bound = "unknown"
     if dur_us is not None:
         # flop / µs / 1e6 = TFLOP/s; byte / µs / 1e3 = GB/s
-        a[tf.ACHIEVED_TFLOPS] = _ratio(flops, dur_us * 1e6)
-        a[tf.ACHIEVED_GBPS] = _ratio(nbytes, dur_us * 1e3)
+        v = _ratio(flops, dur_us * 1e6)
+        if v is not None:
+            a[tf.ACHIEVED_TFLOPS] = v
+        v = _ratio(nbytes, dur_us * 1e3)
+        if v is not None:
+            a[tf.ACHIEVED_GBPS] = v
     if (peak_tflops or bandwidth_gbs) and flops >= 0 and nbytes >= 0:
         point = _classify(flops, nbytes, dur_us or 0.0, peak_tflops, bandwidth_gbs)
         if point is not None:
-            a[tf.ACHIEVED_FLOPS_PCT] = _finite_or_none(point.flops_pct)
-            a[tf.ACHIEVED_BANDWIDTH_PCT] = _finite_or_none(point.bandwidth_pct)
+            v = _finite_or_none(point.flops_pct)
+            if v is not None:
+                a[tf.ACHIEVED_FLOPS_PCT] = v
+            v = _finite_or_none(point.bandwidth_pct)
+            if v is not None:
+                a[tf.ACHIEVED_BANDWIDTH_PCT] = v
             bound = str(point.bound) if point.bound else "unknown"
     a[tf.ROOFLINE_BOUND] = bound
-    a[tf.SOURCE] = cost.source
-    a[tf.MODULE_PATH] = cost.module_path
-    a[tf.NODE_NAMES] = ", ".join(cost.node_names) if cost.node_names else None
-    a[tf.STACK_TRACE] = cost.stack_trace
-    a[tf.KERNEL_KIND] = cost.kind
-    a[tf.GRAPH_ID] = cost.graph_id
-    a[tf.IS_BACKWARD] = cost.is_backward
-    a[tf.COST_SOURCE] = cost.cost_source
-    return {k: v for k, v in a.items() if v is not None}
+    a.update(tail)
+    return a
 
 
 # --- device peaks (devices.py / roofline.py belong to another module; imported lazily) -----------
@@ -362,6 +387,8 @@ class _Progress:
             sys.stderr.flush()
 
 
+_ARGS_MEMBER = re.compile(rb'"args"\s*:\s*\{')
+
 FAST_PATH_MIN_BYTES = 50_000_000
 """Traces at least this large (on disk) are augmented by :func:`_augment_file_fast` when orjson
 is installed: events are parsed one at a time and only the augmented ones are re-encoded."""
@@ -448,14 +475,18 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
     n = len(split)
     show("attributing")
     loads = orjson.loads
-    join = CostJoin()
-    add = join.add
+    join = CostJoin(load=lambda i: loads(raw[starts[i]:ends[i]]))
+    add, later = join.add, join.flows_later
     try:
         for i in range(n):
             ev = loads(raw[starts[i]:ends[i]])
             if type(ev) is not dict:
                 return None
-            add(i, ev)
+            ph = ev.get("ph")
+            if ph == "X":
+                add(i, ev)
+            elif ph == "s" or ph == "f":
+                later.append(i)  # parsed again in finish() only if a kernel needs flows
     except orjson.JSONDecodeError:
         # a split inside a string, NaN/Infinity...: the full path decides
         return None
@@ -473,19 +504,82 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
     bandwidth = _bandwidth(device)
     enc = tf._encoder()
     todo = sorted(costs)
+    added_keys = frozenset(tf.ADDED_ARG_KEYS)
+    static: dict[int, tuple[EventCost, dict[str, Any], dict[str, Any], int, int]] = {}
+    scope_cats = tf.CPU_SCOPE_CATS
+
+    def args_close(ev: dict, s0: int, e0: int) -> int:
+        """Where the closing brace of the event's args dict is in ``raw``, or -1 unless the args
+        are a dict written as the event's last member (then our args can be spliced in there)."""
+        args = ev.get("args")
+        if type(args) is not dict or next(reversed(ev)) != "args" or not added_keys.isdisjoint(args):
+            return -1
+        close = raw.rfind(b"}", s0, e0 - 1)
+        if close <= s0 or raw[close + 1:e0 - 1].strip():
+            return -1
+        # The object ending there must be the value of a last `"args":` member and parse to the same
+        # dict (a duplicated key or a nested "args" fails this and the event is re-encoded instead).
+        k = raw.rfind(b'"args"', s0, close)
+        m = _ARGS_MEMBER.match(raw, k) if k > s0 and raw[k - 1] != 0x5C else None
+        if m is None:
+            return -1
+        try:
+            same = loads(raw[m.end() - 1:close + 1]) == args
+        except orjson.JSONDecodeError:
+            return -1
+        return close if same else -1
+
+    def spliced(ev: dict, cost: EventCost) -> bytes:
+        """Our args for ``ev`` as the bytes to insert before its args' closing brace."""
+        args = ev["args"]
+        entry = static.get(id(cost))
+        if entry is None:
+            head, tail = _static_args(cost)
+            entry = static[id(cost)] = (cost, head, tail, int(cost.flops),
+                                        int(cost.bytes_read) + int(cost.bytes_written))
+        _c, head, tail, flops, nbytes = entry
+        cat = ev.get("cat")
+        use_device = device is not None and not (isinstance(cat, str) and cat.lower() in scope_cats)
+        peak = None
+        if use_device:
+            key = (cost.dtype, cost.matmul_flops > 0)
+            if key not in peak_cache:
+                peak_cache[key] = _peak(device, cost.dtype, cost.matmul_flops > 0)
+            peak = peak_cache[key]
+            if peak is not None:
+                astats.peaks_known = True
+        dur = ev.get("dur")
+        if type(dur) is not float or not dur > 0.0 or dur - dur != 0.0:
+            dur = tf.number(dur)
+            if dur is None or dur <= 0:
+                astats.nonpositive_dur += 1
+                dur = None
+        astats.events_augmented += 1
+        body = enc(_args_for(head, tail, flops, nbytes, dur, peak, bandwidth if use_device else None))
+        # body is "{...}": its inside goes in, after a comma unless the event's args are empty
+        return body[1:-1] if not args else b"," + body[1:-1]
 
     def write(out: Any) -> None:
-        # Everything between two augmented events is copied from the input as it is; augmented
-        # events are encoded one at a time as they are written (orjson's output keeps its ~4 KB
-        # buffer alive, so holding 150k of them would cost more than the whole input).
+        # Everything between two augmented events is copied from the input as it is. An augmented
+        # event whose args come last gets our args spliced in before the args' closing brace
+        # (same JSON as re-encoding it, without copying the event); others are re-encoded one at
+        # a time (orjson's output keeps its ~4 KB buffer alive, so holding 150k of them would
+        # cost more than the whole input).
         view = memoryview(raw)
         at = 0
         for done, i in enumerate(todo):
-            out.write(view[at:starts[i]])
-            new_ev = _augment_event(loads(raw[starts[i]:ends[i]]), costs[i], device, True, peak_cache,
-                                    bandwidth, astats)
-            out.write(enc(new_ev))
-            at = ends[i]
+            s0, e0 = starts[i], ends[i]
+            ev = loads(raw[s0:e0])
+            cost = costs[i]
+            close = args_close(ev, s0, e0)
+            if close >= 0:
+                out.write(view[at:close])
+                out.write(spliced(ev, cost))
+                at = close
+            else:
+                out.write(view[at:s0])
+                out.write(enc(_augment_event(ev, cost, device, True, peak_cache, bandwidth, astats)))
+                at = e0
             if done % 20_000 == 0:
                 show("writing", done / len(todo))
         out.write(view[at:])

@@ -1,8 +1,9 @@
 """FLOPs and bytes of aten ops from the shapes torch.profiler recorded (``record_shapes=True``),
 and the join that puts each cost on exactly one event of a plain profiler trace.
 
-FLOPs come from ``torch.utils.flop_counter``'s shape-level formulas, so our counts equal
-``flop_registry`` (and ``FlopCounterMode``) for the same op. Bytes are the op's tensor inputs
+FLOPs follow ``torch.utils.flop_counter``'s shape-level formulas (re-stated here so attribution
+never imports it; a test checks they agree), so our counts equal ``flop_registry`` (and
+``FlopCounterMode``) for the same op. Bytes are the op's tensor inputs
 plus its output(s), each at its recorded dtype: the traffic of a kernel that reads every input
 once and writes every output once.
 
@@ -54,14 +55,14 @@ class OpCost:
 
 
 def warm_up() -> None:
-    """Import what attribution and the device table need (torch, flop_counter, devices, roofline)
+    """Import what attribution and the device table need (torch for dtypes, devices, roofline)
     before a large trace is loaded; see :func:`_import_torch_elsewhere` for why."""
-    _import_torch_elsewhere(("torch.utils.flop_counter", "inductor_perf.devices", "inductor_perf.roofline"))
+    _import_torch_elsewhere(("torch", "inductor_perf.devices", "inductor_perf.roofline"))
     _dtype_table()
 
 
-def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch.utils.flop_counter",)) -> None:
-    """Import torch.utils.flop_counter on a helper thread the first time.
+def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch",)) -> None:
+    """Import torch (and ``modules``) on a helper thread the first time.
 
     Importing torch keeps references to some frames of the importing stack (measured: a 1M-event
     trace stayed alive after costs_from_shapes returned, and freeing it at interpreter exit took
@@ -217,18 +218,47 @@ def _nbytes(shape: Sequence[int], dtype: Any) -> int:
     return math.prod(shape) * dtype.itemsize
 
 
-@functools.lru_cache(maxsize=1)
-def _fc() -> Any:
-    """flop_counter's formulas without their pytree shape wrapper (our shapes are already plain
-    tuples, and the wrapper's tree_map costs more than the formula itself)."""
-    from types import SimpleNamespace
+# --- shape-level FLOP formulas --------------------------------------------------------------------
+# The same counts as torch.utils.flop_counter's mm_flop / bmm_flop / conv_flop / sdpa_flop_count
+# (tests/unit/test_shape_costs.py checks them against it), written here so that attributing a trace
+# never imports torch.utils.flop_counter. A multiply-add is 2 FLOPs; bias adds are not counted.
+def mm_flops(a: Sequence[int], b: Sequence[int]) -> int:
+    """FLOPs of ``[m, k] @ [k, n]``: 2*m*k*n. Raises ValueError when the inner sizes differ."""
+    m, k = a
+    k2, n = b
+    if k != k2:
+        raise ValueError(f"mm: inner sizes {k} and {k2} differ")
+    return 2 * m * k * n
 
-    _import_torch_elsewhere()
-    from torch.utils import flop_counter
 
-    names = ("mm_flop", "bmm_flop", "conv_flop", "sdpa_flop_count")
-    return SimpleNamespace(**{n: getattr(getattr(flop_counter, n), "__wrapped__", getattr(flop_counter, n))
-                              for n in names})
+def bmm_flops(a: Sequence[int], b: Sequence[int]) -> int:
+    """FLOPs of ``[B, m, k] @ [B, k, n]``: 2*B*m*k*n. Raises ValueError when B or k differ."""
+    nb, m, k = a
+    nb2, k2, n = b
+    if nb != nb2 or k != k2:
+        raise ValueError(f"bmm: shapes {list(a)} and {list(b)} do not fit")
+    return 2 * nb * m * k * n
+
+
+def conv_flops(x: Sequence[int], w: Sequence[int], out: Sequence[int], transposed: bool) -> int:
+    """FLOPs of a convolution with input ``x``, weight ``w`` and output ``out`` (N, C, spatial...).
+
+    Each output point (each *input* point for a transposed conv) takes a filter window times
+    ``w[0] * w[1]`` channel pairs, 2 FLOPs each.
+    """
+    points = math.prod((x if transposed else out)[2:])
+    return 2 * x[0] * points * math.prod(w[2:]) * w[0] * w[1]
+
+
+def sdpa_flops(q: Sequence[int], k: Sequence[int], v: Sequence[int]) -> int:
+    """FLOPs of attention's two matmuls (``q @ k^T`` and ``scores @ v``) for ``[B, H, S, D]`` inputs;
+    key/value may have fewer heads (GQA) when the query's head count is a multiple of theirs."""
+    nb, hq, sq, dq = q
+    nb2, hkv, sk, dk = k
+    nb3, hv, sv, dv = v
+    if not (nb == nb2 == nb3 and hkv == hv and dq == dk and sk == sv) or hkv < 1 or hq < hkv or hq % hkv:
+        raise ValueError(f"attention: shapes q={list(q)} k={list(k)} v={list(v)} do not fit")
+    return 2 * nb * hq * sq * sk * (dq + dv)
 
 
 # --- formulas ------------------------------------------------------------------------------------
@@ -238,10 +268,9 @@ def _mm_like(a_pos: int, b_pos: int, self_pos: int | None, batched: bool) -> Cal
     def cost(inp: _Inputs) -> OpCost:
         a, adt = inp.tensor(a_pos, rank)
         b, bdt = inp.tensor(b_pos, rank)
-        fc = _fc()
         try:
-            flops = fc.bmm_flop(a, b) if batched else fc.mm_flop(a, b)
-        except (AssertionError, ValueError) as e:
+            flops = bmm_flops(a, b) if batched else mm_flops(a, b)
+        except ValueError as e:
             raise _Skip(BAD_SHAPES, str(e)) from None
         out = (a[0], a[1], b[2]) if batched else (a[0], b[1])
         read = _nbytes(a, adt) + _nbytes(b, bdt)
@@ -298,7 +327,7 @@ def _conv(sig: _ConvSig) -> Callable[[_Inputs], OpCost]:
         if any(o < 1 for o in spatial):
             raise _Skip(BAD_SHAPES, f"conv output size {spatial}")
         out = [x[0], c_out, *spatial]
-        flops = _fc().conv_flop(list(x), list(w), None, stride, padding, dilation, transposed, out_shape=out)
+        flops = conv_flops(x, w, out, transposed)
         read = _nbytes(x, xdt) + _nbytes(w, wdt)
         if sig.bias is not None and inp.has_tensor(sig.bias):
             b, bdt = inp.tensor(sig.bias)
@@ -314,8 +343,8 @@ def _sdpa(mask_pos: int | None) -> Callable[[_Inputs], OpCost]:
         k, kdt = inp.tensor(1, 4)
         v, vdt = inp.tensor(2, 4)
         try:
-            flops = _fc().sdpa_flop_count(q, k, v)
-        except (AssertionError, ValueError, ZeroDivisionError) as e:
+            flops = sdpa_flops(q, k, v)
+        except ValueError as e:
             raise _Skip(BAD_SHAPES, str(e)) from None
         read = _nbytes(q, qdt) + _nbytes(k, kdt) + _nbytes(v, vdt)
         if mask_pos is not None and inp.has_tensor(mask_pos):
@@ -475,7 +504,23 @@ def _orjson_dumps() -> Any:
 _dumps = _orjson_dumps()
 
 
-_LOWER: dict[str, str] = {}  # category -> lower-cased, for the few categories traces use
+_KERNEL_CATS, _SCOPE_CATS, _RUNTIME_CATS, _OP_CATS = tf.KERNEL_CATS, tf.CPU_SCOPE_CATS, tf.RUNTIME_CATS, tf.CPU_OP_CATS
+_KF, _KGB = tf.KERNEL_FLOP, tf.KERNEL_NUM_GB
+_AP = len(ATEN_PREFIX)
+# Event category -> 0 device kernel, 1 CPU op, 2 runtime call, 3 other CPU scope, -1 none of these.
+_CAT_KIND: dict[str, int] = {}
+
+
+def _cat_kind(cat: Any) -> int:
+    """The kind of category ``cat`` (matched lower-cased), remembered for the few that traces use."""
+    if not isinstance(cat, str):
+        return -1
+    c = cat.lower()
+    kind = (0 if c in _KERNEL_CATS else 1 if c in _OP_CATS else 3 if c in _SCOPE_CATS
+            else 2 if c in _RUNTIME_CATS else -1)
+    if type(cat) is str and len(_CAT_KIND) < 1024:
+        _CAT_KIND[cat] = kind
+    return kind
 
 
 class CostJoin:
@@ -483,7 +528,10 @@ class CostJoin:
     order, then ``finish(n_events)``. Keeps only what the join needs, not the events, so a caller
     that parses events one by one never has to hold them all."""
 
-    def __init__(self) -> None:
+    def __init__(self, load: Callable[[int], dict] | None = None) -> None:
+        """``load(i)`` (optional) parses event ``i`` again: with it, flow events are only indexed by
+        position and parsed in :meth:`finish` when some kernel's correlation does not name its
+        runtime call (the usual Kineto trace never needs them)."""
         self.stats = AugmentStats()
         self.by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
         self.end: dict[int, float] = {}
@@ -501,83 +549,80 @@ class CostJoin:
         self.memo: dict[Any, Any] = {}
         self.failed: dict[int, str] = {}
         self.recognized: set[int] = set()
+        self._load = load
+        self.flows_later: list[int] = []
+        """Indices of flow events not parsed yet (only with ``load``); :meth:`add` appends to it, and
+        a caller that sees ``ph`` first may append flows itself instead of calling :meth:`add`."""
 
     def add(self, i: int, ev: dict) -> None:
         """Index event ``i`` (a dict)."""
         ph = ev.get("ph")
-        cat = ev.get("cat")
-        if type(cat) is str:
-            lower = _LOWER.get(cat)
-            if lower is None:
-                lower = cat.lower()
-                if len(_LOWER) < 1024:
-                    _LOWER[cat] = lower
-            cat = lower
-        else:
-            cat = cat.lower() if isinstance(cat, str) else ""
-        if ph == "X":
-            pass
-        elif ph in ("s", "f"):
-            if cat in tf.FLOW_CATS:
-                ts = _num(ev.get("ts"))
-                if ts is None:
-                    return
-                loc = (_k(ev.get("pid")), _k(ev.get("tid")), ts)
-                if ph == "s":
-                    self.flow_start[_k(ev.get("id"))] = loc
+        if ph != "X":
+            if ph == "s" or ph == "f":
+                if self._load is not None:
+                    # Flows only fill flow_start / flow_finish, so adding them later, in order, is
+                    # the same as adding them now.
+                    self.flows_later.append(i)
                 else:
-                    self.flow_finish[loc] = _k(ev.get("id"))
+                    self._add_flow(ph, ev)
             return
-        else:
+        cat = ev.get("cat")
+        kind = _CAT_KIND.get(cat) if type(cat) is str else None
+        if kind is None:
+            kind = _cat_kind(cat)
+        if kind < 0:
             return
-        kernel = cat in tf.KERNEL_CATS
-        scope = cat in tf.CPU_SCOPE_CATS
-        runtime = cat in tf.RUNTIME_CATS
-        if not (kernel or scope or runtime):
-            return
-        ts = _num(ev.get("ts"))
-        if ts is None:
-            return
-        dur = _num(ev.get("dur"))
-        dur = dur if dur is not None and dur > 0 else 0.0
+        ts = ev.get("ts")
+        if type(ts) is not float or ts - ts != 0.0:
+            ts = _num(ts)
+            if ts is None:
+                return
+        dur = ev.get("dur")
+        if type(dur) is not float or not dur > 0.0 or dur - dur != 0.0:
+            dur = _num(dur)
+            dur = dur if dur is not None and dur > 0 else 0.0
         args = ev.get("args")
-        if not isinstance(args, dict):
-            args = {}
+        if type(args) is not dict:
+            args = args if isinstance(args, dict) else {}
+        pid = ev.get("pid")
+        if type(pid) is not int and type(pid) is not str:
+            pid = _key(pid)
+        tid = ev.get("tid")
+        if type(tid) is not int and type(tid) is not str:
+            tid = _key(tid)
         stats = self.stats
-        if kernel:
+        if kind == 0:
             stats.device_kernels += 1
             corr = args.get("correlation")
-            self.kernels[i] = (_k(corr) if corr is not None else None,
-                               (_k(ev.get("pid")), _k(ev.get("tid")), ts),
-                               args.get("External id"), _precost(args))
+            pre = _precost(args) if (_KF in args or _KGB in args) else None
+            self.kernels[i] = (_k(corr) if corr is not None else None, (pid, tid, ts),
+                               args.get("External id"), pre)
             self.end[i] = dur
             return
-        thread = (_k(ev.get("pid")), _k(ev.get("tid")))
-        self.by_thread[thread].append((ts, -dur, i))
+        self.by_thread[(pid, tid)].append((ts, -dur, i))
         self.end[i] = ts + dur
-        if runtime:
+        if kind == 2:
             corr = args.get("correlation")
             if corr is not None:
                 self.runtime_by_corr[_k(corr)] = i
-            self.runtime_by_loc[(thread[0], thread[1], ts)] = i
+            self.runtime_by_loc[(pid, tid, ts)] = i
             ext = args.get("External id")
             if ext is not None:
                 self.runtime_ext[i] = ext
             return
         self.is_scope.add(i)
-        is_op = cat in tf.CPU_OP_CATS
-        if is_op:
+        if kind == 1:
             stats.cpu_ops += 1
-        ext = args.get("External id")
-        if ext is not None and is_op:
-            k = _k(ext)
-            if k in self.ext_to_op:
-                self.dup_ext.add(k)
-                stats.duplicate_external_ids += 1
-            else:
-                self.ext_to_op[k] = i
+            ext = args.get("External id")
+            if ext is not None:
+                k = _k(ext)
+                if k in self.ext_to_op:
+                    self.dup_ext.add(k)
+                    stats.duplicate_external_ids += 1
+                else:
+                    self.ext_to_op[k] = i
         name = ev.get("name")
-        if not isinstance(name, str) or name[len(ATEN_PREFIX):] not in OP_FORMULAS:
+        if type(name) is not str or name[_AP:] not in OP_FORMULAS:
             result = None
         else:
             # Steps repeat the same layers: memoize by the recorded inputs (repr is a cheap,
@@ -597,19 +642,47 @@ class CostJoin:
                     memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
                 memo[memo_key] = result
         if result is None:
-            pre = _precost(args)
+            pre = _precost(args) if (_KF in args or _KGB in args) else None
             if pre is not None:
                 self.own[i] = pre
                 stats.triton_costed += 1
             return
         self.recognized.add(i)
-        if isinstance(result, EventCost):
+        if type(result) is EventCost:
             self.own[i] = result
         else:
             self.failed[i] = result
 
+    def _add_flow(self, ph: str, ev: dict) -> None:
+        cat = ev.get("cat")
+        if not isinstance(cat, str) or cat.lower() not in tf.FLOW_CATS:
+            return
+        ts = _num(ev.get("ts"))
+        if ts is None:
+            return
+        loc = (_k(ev.get("pid")), _k(ev.get("tid")), ts)
+        if ph == "s":
+            self.flow_start[_k(ev.get("id"))] = loc
+        else:
+            self.flow_finish[loc] = _k(ev.get("id"))
+
+    def _resolve_flows(self) -> None:
+        """Parse the flows :meth:`add` put aside, when a kernel needs them."""
+        later, self.flows_later = self.flows_later, []
+        if not later:
+            return
+        by_corr = self.runtime_by_corr
+        if all(corr is not None and corr in by_corr for corr, _loc, _ext, _pre in self.kernels.values()):
+            return
+        load = self._load
+        assert load is not None
+        for i in later:
+            ev = load(i)
+            self._add_flow(ev["ph"], ev)
+
     def finish(self, n_events: int) -> tuple[dict[int, EventCost], AugmentStats]:
         """The costs by event index, and the stats of a trace of ``n_events`` events."""
+        self._resolve_flows()
         stats = self.stats
         stats.events = n_events
         own, recognized, end = self.own, self.recognized, self.end
@@ -686,7 +759,7 @@ class CostJoin:
                     stats.ops_with_several_kernels += 1
                 # The longest kernel did the op's main work (split-K reductions, layout transforms
                 # and fills are short); first one wins a tie.
-                best = max(ks, key=lambda j: (end[j], -j))
+                best = ks[0] if len(ks) == 1 else max(ks, key=lambda j: (end[j], -j))
                 costs[best] = cost
             else:
                 costs[i] = cost

@@ -168,3 +168,72 @@ def test_size_threshold_picks_path(generated, tmp_path, monkeypatch):
     monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", 1)
     A.augment_file(generated, str(tmp_path / "b.json"))
     assert calls == [generated]
+
+
+def _runtime(corr, ts=15):
+    return ('{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":1,"ts":%s,"dur":2,'
+            '"args":{"correlation":%s}}' % (ts, corr))
+
+
+def _flow(ph, pid, tid, ts, fid):
+    return '{"ph":"%s","id":%s,"pid":%s,"tid":%s,"ts":%s,"cat":"ac2g","name":"ac2g"}' % (ph, fid, pid, tid, ts)
+
+
+def test_flows_parsed_when_a_kernel_needs_them(tmp_path):
+    # The kernel carries neither correlation nor External id: only the ac2g flow pair (runtime call at
+    # ts 15 on 1/1 -> kernel at ts 30 on 0/7) leads to aten::mm, whose 2*4*8*2 = 128 FLOPs land on it.
+    kernel = '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,"args":{"grid":[1,1,1]}}'
+    op = _OP % ('"aten::mm"', "")
+    text = '{"traceEvents":[\n%s]}' % ",\n".join([op, _runtime(9), kernel, _flow("s", 1, 1, 15, 3),
+                                                  _flow("f", 0, 7, 30, 3)])
+    src = _write(tmp_path, text)
+    assert A._augment_file_fast(src, str(tmp_path / "direct.json"), None, A._Progress(False)) is not None
+    full, fast, s_full, s_fast = _both(src, tmp_path)
+    assert fast == full and s_fast == s_full
+    assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128
+    assert tf.KERNEL_FLOP not in fast["traceEvents"][0]["args"]
+    assert s_fast.kernels_without_launch == 0
+
+
+@pytest.mark.parametrize("kernel", [
+    # args first: our args cannot be spliced before the event's last brace; the event is re-encoded.
+    '{"args":{"correlation":9},"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4}',
+    # args last, with whitespace before the closing braces: spliced.
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,"args":{"correlation":9} \n }',
+    # args already carrying one of our keys (a Triton launch with kernel_flop): re-encoded, ours win.
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
+    '"args":{"correlation":9,"roofline_bound":"old","x":1}}',
+    # dur 0: no achieved rate, counted.
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":0,"args":{"correlation":9}}',
+])
+def test_spliced_and_reencoded_events_match_full_path(kernel, tmp_path):
+    text = '{"traceEvents":[\n%s]}' % ",\n".join([_OP % ('"aten::mm"', ""), _runtime(9), kernel])
+    src = _write(tmp_path, text)
+    assert A._augment_file_fast(src, str(tmp_path / "direct.json"), None, A._Progress(False)) is not None
+    full, fast, s_full, s_fast = _both(src, tmp_path)
+    assert fast == full and s_fast == s_full
+    args = fast["traceEvents"][2]["args"]
+    assert args[tf.KERNEL_FLOP] == 128  # 2*4*8*2
+    assert args[tf.KERNEL_BYTES_READ] == (4 * 8 + 8 * 2) * 4 and args[tf.KERNEL_BYTES_WRITTEN] == 4 * 2 * 4
+    assert args[tf.ROOFLINE_BOUND] != "old"
+
+
+@pytest.mark.parametrize("kernel", [
+    # A key repeated after args: the object before the event's last brace is not the args.
+    '{"ph":"X","x":{"a":1},"cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
+    '"args":{"correlation":9},"x":{"b":2}}',
+    # args repeated: JSON keeps the last one, and ours go into it.
+    '{"ph":"X","cat":"kernel","args":{"correlation":5},"name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
+    '"args":{"correlation":9}}',
+    # args holding an "args" member of its own.
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
+    '"args":{"correlation":9,"args":{"n":1}}}',
+])
+def test_splice_checks_which_object_it_extends(kernel, tmp_path):
+    text = '{"traceEvents":[\n%s]}' % ",\n".join([_OP % ('"aten::mm"', ""), _runtime(9), kernel])
+    src = _write(tmp_path, text)
+    assert A._augment_file_fast(src, str(tmp_path / "direct.json"), None, A._Progress(False)) is not None
+    full, fast, s_full, s_fast = _both(src, tmp_path)
+    assert fast == full and s_fast == s_full
+    assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128  # 2*4*8*2
+    assert tf.KERNEL_FLOP not in json.dumps(fast["traceEvents"][2].get("x", {}))

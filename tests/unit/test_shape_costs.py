@@ -278,3 +278,71 @@ def test_ops_without_shapes_counted_once_per_nest():
     assert costs == {}
     # 8 nests (4-deep conv nests, linear>addmm, sdpa>flash) -> 8, not one per op
     assert stats.ops_without_shapes == 8
+
+
+# --- our formulas equal torch.utils.flop_counter's ----------------------------------------------
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from torch.utils import flop_counter as fcm  # noqa: E402
+
+_dim = st.integers(1, 64)
+
+
+def _unwrapped(fn):
+    return getattr(fn, "__wrapped__", fn)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_dim, _dim, _dim, _dim)
+def test_mm_and_bmm_flops_equal_flop_counter(b, m, k, n):
+    assert sc.mm_flops((m, k), (k, n)) == _unwrapped(fcm.mm_flop)((m, k), (k, n))
+    assert sc.bmm_flops((b, m, k), (b, k, n)) == _unwrapped(fcm.bmm_flop)((b, m, k), (b, k, n))
+    with pytest.raises(ValueError):
+        sc.mm_flops((m, k), (k + 1, n))
+    with pytest.raises(ValueError):
+        sc.bmm_flops((b, m, k), (b + 1, k, n))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 4), st.integers(1, 3), st.booleans(),
+       st.lists(st.tuples(st.integers(1, 12), st.integers(1, 3), st.integers(1, 3), st.integers(0, 2),
+                          st.integers(1, 2)), min_size=1, max_size=3))
+def test_conv_flops_equal_flop_counter(n, c_in_per_group, c_out_per_group, groups, transposed, spatial):
+    # Shapes and output sizes as PyTorch's conv / conv_transpose docs define them; spatial entries are
+    # (input size, kernel, stride, padding, dilation). Live FlopCounterMode runs agree (tests above).
+    x = [n, c_in_per_group * groups, *(s[0] for s in spatial)]
+    ks = [s[1] for s in spatial]
+    if transposed:
+        w = [x[1], c_out_per_group, *ks]
+        out_sp = [(i - 1) * st_ - 2 * p + d * (k - 1) + 1 for i, k, st_, p, d in spatial]
+        out = [n, c_out_per_group * groups, *out_sp]
+    else:
+        w = [c_out_per_group * groups, c_in_per_group, *ks]
+        out_sp = [(i + 2 * p - d * (k - 1) - 1) // st_ + 1 for i, k, st_, p, d in spatial]
+        out = [n, w[0], *out_sp]
+    if any(o < 1 for o in out_sp):
+        return
+    ref = _unwrapped(fcm.conv_flop)(x, w, None, [s[2] for s in spatial], [s[3] for s in spatial],
+                                    [s[4] for s in spatial], transposed, out_shape=out)
+    assert sc.conv_flops(x, w, out, transposed) == ref
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 4), st.integers(1, 64), st.integers(1, 64),
+       st.integers(1, 32), st.integers(1, 32))
+def test_sdpa_flops_equal_flop_counter(b, h_kv, group, s_q, s_k, d, d_v):
+    q, k, v = (b, h_kv * group, s_q, d), (b, h_kv, s_k, d), (b, h_kv, s_k, d_v)
+    assert sc.sdpa_flops(q, k, v) == _unwrapped(fcm.sdpa_flop_count)(q, k, v)
+    with pytest.raises(ValueError):
+        sc.sdpa_flops(q, (b, h_kv, s_k, d + 1), v)
+
+
+def test_attributing_does_not_import_flop_counter():
+    import subprocess
+    import sys
+
+    code = ("import sys; from inductor_perf import shape_costs as sc;"
+            "c = sc.op_cost('aten::mm', {'Input Dims': [[2, 3], [3, 4]], 'Input type': ['float', 'float']});"
+            "assert c.flops == 48, c; print('torch.utils.flop_counter' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"
