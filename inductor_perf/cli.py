@@ -201,10 +201,12 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 def _cmd_compare(args: argparse.Namespace) -> int:
     from .comparison import compare_file
 
-    # steps / warmup / trace_dir are read with getattr so the parser can grow those flags.
+    # Compiling dominates the first run (tens of seconds on a small CPU): say what is happening.
+    print(f"inductor-perf: profiling eager and compiled runs of {args.file} "
+          f"({args.warmup} warm-up + {args.steps} profiled steps each; the compile comes first)...",
+          file=sys.stderr)
     result = compare_file(args.file, by=args.by, backward=not args.no_backward,
-                          steps=getattr(args, "steps", 3), warmup=getattr(args, "warmup", 2),
-                          trace_dir=getattr(args, "trace_dir", None))
+                          steps=args.steps, warmup=args.warmup, trace_dir=args.trace_dir)
     _print_block(result.format(args.format))
     return 0
 
