@@ -101,7 +101,7 @@ def main() -> int:
     print(f"\n--- {summaries[-1]} ---")
     with open(summaries[-1]) as f:
         print(f.read())
-    print("Open the .trace.json.gz in Perfetto (ui.perfetto.dev) or chrome://tracing: each kernel's args "
+    print("Open the .trace.json.gz in Perfetto (ui.perfetto.dev), HTA or torch-tb-profiler: each kernel's args "
           "carry kernel_flop, kernel_num_gb, achieved_*_pct, roofline_bound, source and module_path.")
     return 0
 
