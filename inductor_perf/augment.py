@@ -348,10 +348,8 @@ def device_from_trace(trace: dict) -> tuple[Any, str | None]:
         return None, ("no GPU in the trace's deviceProperties: achieved % left out (peaks of the machine "
                       "that recorded a CPU trace are unknown)")
     name = names[0]
-    try:
-        from .devices import lookup_device
-    except ImportError:
-        return None, f"device table not available: achieved % left out for {name!r}"
+    from .devices import lookup_device
+
     try:
         spec = lookup_device(name)
     except (KeyError, LookupError, ValueError) as e:

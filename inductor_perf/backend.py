@@ -101,6 +101,9 @@ def split_options(options: Mapping[str, Any] | None) -> tuple[dict[str, Any], di
     kp = ours.get("inductor_perf.kernel_profile", "auto")
     if kp not in (True, False, "auto"):
         raise OptionsError(f"'inductor_perf.kernel_profile' must be True, False or 'auto', got {kp!r}")
+    markers = ours.get("inductor_perf.markers", True)
+    if not isinstance(markers, bool):
+        raise OptionsError(f"'inductor_perf.markers' must be a bool, got {markers!r}")
     return ours, patches
 
 
@@ -174,6 +177,7 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
         patches.get("post_grad_custom_post_pass", inductor_config.post_grad_custom_post_pass))
     if _kernel_profile_wanted(ours):
         patches.setdefault("cpp.enable_kernel_profile", True)
+    kernel_profile = bool(patches.get("cpp.enable_kernel_profile", inductor_config.cpp.enable_kernel_profile))
     if env.get_str(env.TRACE_DIR):
         try:
             from .capture import ensure_auto_capture
@@ -181,8 +185,8 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
             ensure_auto_capture()
         except Exception as e:
             _warn_once("inductor_perf: could not arm automatic capture (%s)", e)
-    inner = functools.partial(_tagging_inner_compile,
-                              markers=bool(ours.get("inductor_perf.markers", True)))
+    inner = functools.partial(_tagging_inner_compile, markers=ours.get("inductor_perf.markers", True),
+                              kernel_profile=kernel_profile)
     # An AOTAutograd cache hit skips inner_compile entirely (and its key ignores inner_compile):
     # turn it off for our compiles. The FX graph cache below it stays on.
     with torch._functorch.config.patch(enable_autograd_cache=False):
@@ -225,7 +229,7 @@ def _cache_hits() -> int:
 
 
 def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
-                           markers: bool = True, **kwargs: Any) -> Any:
+                           markers: bool = True, kernel_profile: bool = False, **kwargs: Any) -> Any:
     from torch._inductor.compile_fx import compile_fx_inner
 
     from .tagging import TagCollector, collecting
@@ -234,7 +238,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
     is_backward = bool(kwargs.get("is_backward", False))
     graph = GraphTags(instance_id=REGISTRY.new_instance_id(),
                       graph_id=graph_id if graph_id is not None else -1,
-                      is_backward=is_backward)
+                      is_backward=is_backward, kernel_profile=kernel_profile)
     collector = TagCollector(graph.graph_id, is_backward,
                              inject_failure=env.get_flag(env.INJECT_TAGGING_FAILURE))
     try:
@@ -304,7 +308,11 @@ def _finish_tags(graph: GraphTags, collector: Any, compiled: Any, cache_hit: boo
     graph.kernels = collector.finish()
     graph.profiler_graph_id = collector.profiler_graph_id
     if graph.cache_key:
-        _store_tags(graph)
+        try:
+            _store_tags(graph)
+        except OSError as e:  # a full or read-only cache dir costs the next process a recompile
+            _warn_once("inductor_perf: could not store kernel tags beside the FX graph cache (%s); "
+                       "a later cache hit will recompile this graph to tag it", e)
 
 
 def _rebase(tag: KernelTag, graph: GraphTags) -> KernelTag:
@@ -331,7 +339,7 @@ def _store_tags(graph: GraphTags) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     payload = {"cache_key": graph.cache_key, "profiler_graph_id": graph.profiler_graph_id,
                "kernels": [k.to_dict() for k in graph.kernels]}
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".json")
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".part")
     try:
         with os.fdopen(fd, "w") as f:
             json.dump(payload, f, allow_nan=False)

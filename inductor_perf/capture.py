@@ -79,20 +79,49 @@ def _rank() -> tuple[int | None, int | None]:
             int(world) if world and world.isdigit() else None)
 
 
-def _unique_base(out_dir: str, name: str | None) -> str:
-    """``<dir>/<name>`` that no earlier run used (names carry host, pid, rank and time)."""
+_OUTPUT_SUFFIXES = (".trace.json.gz", ".summary.txt", ".summary.json")
+
+
+def _reserve_base(out_dir: str, name: str | None) -> str:
+    """``<dir>/<name>`` that no other run uses, reserved with an exclusive lock file.
+
+    Names carry the rank when there is one (also a name the user chose), and by default host, pid
+    and time. The reservation (``.<name>.lock``, created with O_EXCL) closes the window between
+    choosing a name and writing the files, in which another process could pick the same name;
+    :func:`_release` removes it once the files are written.
+    """
     rank, _ = _rank()
     if name is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
         host = socket.gethostname().split(".")[0] or "host"
         name = f"{host}_pid{os.getpid()}" + (f"_rank{rank}" if rank is not None else "") + f"_{stamp}"
+    elif rank is not None:
+        name = f"{name}_rank{rank}"
     base = os.path.join(out_dir, name)
     n = 1
     candidate = base
-    while any(os.path.exists(candidate + ext) for ext in (".trace.json.gz", ".summary.txt", ".summary.json")):
+    while True:
+        if not any(os.path.exists(candidate + ext) for ext in _OUTPUT_SUFFIXES):
+            try:
+                fd = os.open(_lock_path(candidate), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.close(fd)
+                return candidate
+            except FileExistsError:
+                pass
         n += 1
         candidate = f"{base}_{n}"
-    return candidate
+
+
+def _lock_path(base: str) -> str:
+    head, tail = os.path.split(base)
+    return os.path.join(head, f".{tail}.lock")
+
+
+def _release(base: str) -> None:
+    try:
+        os.unlink(_lock_path(base))
+    except OSError:
+        pass
 
 
 def _write_text_atomic(path: str, text: str) -> None:
@@ -126,7 +155,8 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     except Exception as e:  # peaks are optional: the trace is still useful without them
         log.warning("inductor_perf: could not determine device peaks (%s)", e)
     augmented, astats = augment_trace(trace, costs, device, device_events_only=on_gpu)
-    summary = summarize(augmented, device=device, label=os.path.basename(base))
+    summary = summarize(augmented, device=device, label=os.path.basename(base),
+                        dtype=_headline_dtype(costs.values(), on_gpu))
     warnings = list(extra_warnings or []) + jstats.warnings()
     result = CaptureResult(summary=summary, warnings=warnings, events_tagged=len(costs))
     text = format_summary(summary, "text")
@@ -145,6 +175,28 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     return result
 
 
+def _headline_dtype(costs: Any, on_gpu: bool) -> str:
+    """The dtype whose peak the summary's overall "% of peak" uses: the one that carries the most
+    FLOPs (matmul work first); fp32 matmuls allowed to run as TF32 on GPU use the TF32 peak."""
+    totals: dict[str, list[int]] = {}
+    for c in costs:
+        if c.dtype is None:
+            continue
+        name = str(c.dtype).removeprefix("torch.")
+        acc = totals.setdefault(name, [0, 0])
+        acc[0] += c.matmul_flops
+        acc[1] += c.flops
+    if not totals:
+        return "float32"
+    name = max(totals, key=lambda k: tuple(totals[k]))
+    if name == "float32" and on_gpu and totals[name][0] > 0:
+        from .devices import tf32_enabled
+
+        if tf32_enabled():
+            return "tf32"
+    return name
+
+
 class _Window:
     """A torch.profiler run whose trace ends up processed in ``out_dir``."""
 
@@ -155,18 +207,24 @@ class _Window:
         self.steps = 0
         self.result: CaptureResult | None = None
 
+    def _fail(self, message: str, *args: Any) -> bool:
+        """Warn, and leave a result that says why nothing was written."""
+        log.warning("inductor_perf: " + message, *args)
+        text = message % args if args else message
+        self.result = CaptureResult(warnings=[text], summary_text=f"inductor_perf: nothing written: {text}")
+        return False
+
     def start(self) -> bool:
         if torch.autograd.profiler._is_profiler_enabled:
-            log.warning("inductor_perf: a profiler is already running; not starting another "
-                        "(no inductor_perf trace for this window)")
-            return False
+            return self._fail("a profiler is already running; not starting another "
+                              "(no inductor_perf trace for this window)")
         try:
             os.makedirs(self.out_dir, exist_ok=True)
             if not os.access(self.out_dir, os.W_OK):
                 raise PermissionError(f"directory {self.out_dir!r} is not writable")
         except OSError as e:
-            log.warning("inductor_perf: cannot write traces to %s (%s); capture is off", self.out_dir, e)
-            return False
+            return self._fail("cannot write traces to %s (%s); capture is off", self.out_dir, e)
+        _warn_unnamed_kernels()
         from torch.profiler import ProfilerActivity, profile
 
         activities = [ProfilerActivity.CPU]
@@ -179,8 +237,7 @@ class _Window:
             self.prof.__enter__()
         except Exception as e:
             self.prof = None
-            log.warning("inductor_perf: could not start the profiler (%s)", e)
-            return False
+            return self._fail("could not start the profiler (%s)", e)
         return True
 
     @property
@@ -191,9 +248,10 @@ class _Window:
         prof, self.prof = self.prof, None
         if prof is None:
             return None
+        base = None
         try:
             prof.__exit__(None, None, None)
-            base = _unique_base(self.out_dir, self.name)
+            base = _reserve_base(self.out_dir, self.name)
             fd, raw = tempfile.mkstemp(dir=self.out_dir, prefix=".raw-", suffix=".json")
             os.close(fd)
             try:
@@ -202,15 +260,21 @@ class _Window:
             finally:
                 if os.path.exists(raw):
                     os.unlink(raw)
+                _release(base)
             result.steps = self.steps
             self.result = result
             print(f"inductor_perf: wrote {result.trace_path} and {os.path.basename(base)}"
                   f".summary.txt/.json ({result.events_tagged} kernel events tagged)", file=sys.stderr)
             return result
         except Exception as e:  # full disk, unwritable dir, a bad trace: warn, never raise
-            log.warning("inductor_perf: could not write the profile to %s (%s: %s)",
-                        self.out_dir, type(e).__name__, e)
-            return None
+            if base is not None:  # no partial set of files: remove what was written
+                for ext in _OUTPUT_SUFFIXES:
+                    try:
+                        os.unlink(base + ext)
+                    except OSError:
+                        pass
+            self._fail("could not write the profile to %s (%s: %s)", self.out_dir, type(e).__name__, e)
+            return self.result
 
 
 class AutoCapture:
@@ -255,8 +319,20 @@ class AutoCapture:
         elif not self.done:
             log.warning("inductor_perf: %s is set but only %d step(s) ran, fewer than the %d skipped "
                         "for warm-up; nothing was captured (lower %s)", env.TRACE_DIR,
-                        self.steps_seen, self.skip_steps, env.SKIP_CALLS)
+                        self.steps_seen, self.skip_steps, env.SKIP_STEPS)
         self.done = True
+
+
+def _warn_unnamed_kernels() -> None:
+    """C++ kernels only appear by name in traces when their graph was compiled with kernel
+    profiling; say so when a window opens over graphs compiled before it without it."""
+    graphs = [g for g in REGISTRY.graphs()
+              if not g.kernel_profile and any(k.kind == "generated" and k.device == "cpu" for k in g.kernels)]
+    if graphs:
+        log.warning("inductor_perf: %d graph(s) were compiled before this capture without C++ kernel "
+                    "names, so their generated kernels will not be costed in the trace; compile with "
+                    "options={'inductor_perf.kernel_profile': True} or open the capture before the "
+                    "first call", len(graphs))
 
 
 _install_lock = threading.Lock()
@@ -287,7 +363,7 @@ def ensure_auto_capture() -> AutoCapture | None:
         if isinstance(current, AutoCapture) or markers.CALL_HOOK.auto_armed:
             return current if isinstance(current, AutoCapture) else None
         try:
-            skip = env.get_int(env.SKIP_CALLS, DEFAULT_SKIP_STEPS)
+            skip = env.get_int(env.SKIP_STEPS, DEFAULT_SKIP_STEPS)
             steps = env.get_int(env.RECORD_STEPS, DEFAULT_RECORD_STEPS, minimum=1)
         except ValueError as e:
             log.warning("inductor_perf: %s; using the defaults", e)
@@ -336,5 +412,7 @@ class profile:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         _ExplicitCount.active -= 1
         note = f"the block raised {exc_type.__name__}; the trace ends there" if exc_type else None
-        self.result = self._window.stop(note=note)
+        result = self._window.stop(note=note)
+        # Always a result: when nothing was written, its warnings say why.
+        self.result = result or self._window.result or CaptureResult(warnings=["nothing was captured"])
         return None

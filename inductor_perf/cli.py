@@ -126,21 +126,10 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from .trace_format import load_trace
 
     def _trace_device(trace: dict) -> object | None:
-        """The device row for a GPU trace's ``deviceProperties`` name; None when unknown (CPU traces:
-        the machine that recorded the trace may not be this one, so no guess)."""
-        props = trace.get("deviceProperties")
-        if not isinstance(props, list) or not props or not isinstance(props[0], dict):
-            return None
-        name = props[0].get("name")
-        if not isinstance(name, str):
-            return None
-        try:
-            from .devices import lookup_device
+        # GPU traces name their device; CPU traces may come from another machine: no guess.
+        from .augment import device_from_trace
 
-            return lookup_device(name)
-        except Exception as e:  # the device table is optional here: a summary without peaks still helps
-            log.debug("no device row for %r: %s", name, e)
-            return None
+        return device_from_trace(trace)[0]
 
     path = args.trace
     if os.path.isdir(path):

@@ -952,6 +952,13 @@ def _null() -> Any:
     return contextlib.nullcontext()
 
 
+def _flat_tensors(inputs: Any) -> list[Any]:
+    import torch
+    from torch.utils._pytree import tree_flatten
+
+    return [x for x in tree_flatten(inputs)[0] if isinstance(x, torch.Tensor)]
+
+
 def compare(model: Any, example_inputs: Any, *, backward: bool = True, steps: int = 3, warmup: int = 2,
             by: str = "module", loss_fn: Callable[[Any], Any] | None = None,
             options: Mapping[str, Any] | None = None, mode: str | None = None,
@@ -985,6 +992,14 @@ def compare(model: Any, example_inputs: Any, *, backward: bool = True, steps: in
         raise InductorPerfError(f"steps must be an integer >= 1, got {steps!r}")
     if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 1:
         raise InductorPerfError(f"warmup must be an integer >= 1 (the compiled run compiles there), got {warmup!r}")
+    tensors = [t for t in (*model.parameters(), *model.buffers(), *_flat_tensors(example_inputs))
+               if isinstance(t, torch.Tensor)]
+    if any(t.device.type != "cpu" for t in tensors):
+        # Timing a GPU model needs synchronization and CUDA activities; until compare() has them,
+        # refuse rather than report launch times as kernel times.
+        raise InductorPerfError("compare() supports CPU models and inputs for now; move the model and "
+                                "inputs to CPU, or profile GPU runs with inductor_perf.profile() and "
+                                "compare the traces with 'inductor-perf diff'")
     inputs = _as_tuple(example_inputs)
     opts = {"inductor_perf.kernel_profile": True, **dict(options or {})}
     state = _SavedState(model)

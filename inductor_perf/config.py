@@ -12,7 +12,7 @@ import os
 TRACE_DIR = "INDUCTOR_PERF_TRACE_DIR"
 # Steps to skip before the profiling window opens (compile and warm-up); a step is counted at each
 # call of the first compiled forward graph the process runs.
-SKIP_CALLS = "INDUCTOR_PERF_SKIP"
+SKIP_STEPS = "INDUCTOR_PERF_SKIP"
 # Steps to record once the window is open.
 RECORD_STEPS = "INDUCTOR_PERF_STEPS"
 # JSON or TOML file of device rows that override or extend the built-in device table.
@@ -24,7 +24,7 @@ DISABLE_TAGGING = "INDUCTOR_PERF_DISABLE_TAGGING"
 # Testing aid: the tagging hook raises, to exercise the fallback path.
 INJECT_TAGGING_FAILURE = "INDUCTOR_PERF_INJECT_TAGGING_FAILURE"
 
-ALL_VARIABLES = (TRACE_DIR, SKIP_CALLS, RECORD_STEPS, DEVICE_FILE, CACHE_DIR, DISABLE_TAGGING,
+ALL_VARIABLES = (TRACE_DIR, SKIP_STEPS, RECORD_STEPS, DEVICE_FILE, CACHE_DIR, DISABLE_TAGGING,
                  INJECT_TAGGING_FAILURE)
 
 

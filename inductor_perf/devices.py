@@ -395,7 +395,7 @@ def _warn_unknown(name: str, why: str) -> None:
         _warned.add(name)
     log.warning("device %r is not in inductor_perf's device table (%s); achieved %% of peak is "
                 "unavailable. Add its row with a JSON/TOML file named by %s or options="
-                "{'device': {...}} (see docs/devices.md), or measure it with `inductor-perf calibrate`.",
+                "{'inductor_perf.device': {...}} (see docs/devices.md), or measure it with `inductor-perf calibrate`.",
                 name, why, config.DEVICE_FILE)
 
 

@@ -20,8 +20,14 @@ from .augment import EventCost
 from .markers import MARKER_PREFIX, parse_marker
 from .tags import GraphTags, KernelTag
 
-# Device-side event categories that can carry a kernel's cost.
-_DEVICE_CATS = frozenset({"kernel", "Kernel", "gpu_memcpy", "gpu_memset", "Memcpy", "Memset"})
+# Device-side event categories that can carry a kernel's cost (older Kineto capitalized them).
+_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+
+
+def _is_device_side(cat: Any) -> bool:
+    """Events on a GPU timeline: kernels and copies, and the GPU-stream copies Kineto makes of
+    user annotations (``gpu_user_annotation``), which must not count as graph calls."""
+    return isinstance(cat, str) and (cat.lower() in _DEVICE_CATS or cat.lower().startswith("gpu_"))
 
 
 @dataclass
@@ -113,9 +119,9 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
         if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
             continue
         cat = ev.get("cat")
-        if cat in _DEVICE_CATS:
+        if _is_device_side(cat):
             corr = (ev.get("args") or {}).get("correlation")
-            if corr is not None:
+            if corr is not None and cat.lower() in _DEVICE_CATS:
                 corr_to_device[corr].append(i)
             continue
         threads[(ev.get("pid"), ev.get("tid"))].append(i)
@@ -129,6 +135,7 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
         idx.sort(key=lambda i: (events[i]["ts"], -events[i]["dur"]))
         ordered[key] = (idx, [events[i]["ts"] for i in idx])
     costs: dict[int, EventCost] = {}
+    sites_by_graph: dict[int, dict[str, list[KernelTag]]] = {}
     for mi in marker_idx:
         marker = events[mi]
         parsed = parse_marker(marker["name"])
@@ -143,9 +150,12 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
         if not graph.tagged:
             stats.untagged_graphs += 1
             continue
-        by_name: dict[str, list[KernelTag]] = defaultdict(list)
-        for tag in graph.kernels:
-            by_name[tag.profiler_name].append(tag)
+        by_name = sites_by_graph.get(instance_id)
+        if by_name is None:  # built once per graph, not once per call
+            by_name = defaultdict(list)
+            for tag in graph.kernels:
+                by_name[tag.profiler_name].append(tag)
+            sites_by_graph[instance_id] = by_name
         idx, starts = ordered[(marker.get("pid"), marker.get("tid"))]
         m_start, m_end = marker["ts"], marker["ts"] + marker["dur"]
         lo = bisect.bisect_left(starts, m_start)

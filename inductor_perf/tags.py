@@ -164,6 +164,8 @@ class GraphTags:
     symbol_locators: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     """Size symbol -> where to read it from a call's inputs: ``("int", i)`` or ``("size", i, dim)``."""
     compile_id: str | None = None
+    kernel_profile: bool = False
+    """Whether C++ kernels of this graph were compiled to appear by name in profiler traces."""
 
     def symbol_values(self, inputs: Any) -> dict[str, int]:
         """The size-symbol values of one call, read from its flat input list."""
@@ -192,6 +194,7 @@ class GraphTags:
             "profiler_graph_id": self.profiler_graph_id,
             "symbol_locators": {k: list(v) for k, v in self.symbol_locators.items()},
             "compile_id": self.compile_id,
+            "kernel_profile": self.kernel_profile,
             "kernels": [k.to_dict() for k in self.kernels],
         }
 
@@ -209,6 +212,7 @@ class GraphTags:
             profiler_graph_id=d.get("profiler_graph_id"),
             symbol_locators={k: tuple(v) for k, v in d.get("symbol_locators", {}).items()},
             compile_id=d.get("compile_id"),
+            kernel_profile=d.get("kernel_profile", False),
         )
 
 

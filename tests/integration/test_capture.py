@@ -241,15 +241,29 @@ def test_two_runs_do_not_clobber(tmp_path):
     assert len(glob.glob(str(tmp_path / "*.summary.json"))) == 2
 
 
-def test_same_name_gets_a_suffix_not_overwritten(tmp_path):
-    from inductor_perf.capture import _unique_base
+def test_names_are_reserved_exclusively_and_never_reuse_earlier_outputs(tmp_path, monkeypatch):
+    from inductor_perf.capture import _release, _reserve_base
 
-    first = _unique_base(str(tmp_path), "run")
+    monkeypatch.delenv("RANK", raising=False)
+    first = _reserve_base(str(tmp_path), "run")
+    second = _reserve_base(str(tmp_path), "run")  # a concurrent writer while the first holds "run"
+    assert (first, second) == (str(tmp_path / "run"), str(tmp_path / "run_2"))
+    _release(first)
+    _release(second)
     (tmp_path / "run.summary.txt").write_text("earlier run")
-    second = _unique_base(str(tmp_path), "run")
-    assert first == str(tmp_path / "run")
-    assert second == str(tmp_path / "run_2")
-    assert (tmp_path / "run.summary.txt").read_text() == "earlier run"
+    third = _reserve_base(str(tmp_path), "run")
+    assert third == str(tmp_path / "run_2")  # "run" has an earlier run's files
+    _release(third)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.summary.txt"]  # locks are gone
+
+
+def test_explicit_names_carry_the_rank(tmp_path, monkeypatch):
+    from inductor_perf.capture import _release, _reserve_base
+
+    monkeypatch.setenv("RANK", "3")
+    base = _reserve_base(str(tmp_path), "run")
+    _release(base)
+    assert base == str(tmp_path / "run_rank3")
 
 
 def _tiny_compiled():
@@ -287,6 +301,8 @@ def test_profiler_already_running_warns_and_run_goes_on(tmp_path, caplog):
         with caplog.at_level("WARNING", logger="inductor_perf"):
             with inductor_perf.profile(tmp_path) as p:
                 f(x).sum().backward()
-    assert p.result is None
+    assert p.result is not None and p.result.trace_path is None
+    assert any("already running" in w for w in p.result.warnings)
+    assert "nothing written" in p.result.summary_text
     assert any("already running" in r.getMessage() for r in caplog.records)
     assert not any(tmp_path.iterdir())

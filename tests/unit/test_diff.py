@@ -186,3 +186,15 @@ def test_by_line_gives_eager_ops_the_line_of_the_compiled_node_of_the_same_modul
     # kernels to take a line from, so 2 of 3 get one
     assert any("2 of 3" in n for n in c.notes)
     assert c.row("(no source info)", "backward").a_us == pytest.approx(12.0)
+
+
+def test_compare_refuses_non_cpu_models_with_a_clear_error():
+    import pytest
+    import torch
+
+    import inductor_perf
+    from inductor_perf.errors import InductorPerfError
+
+    model = torch.nn.Linear(2, 2).to("meta")
+    with pytest.raises(InductorPerfError, match="supports CPU models"):
+        inductor_perf.compare(model, (torch.randn(1, 2, device="meta"),))

@@ -100,3 +100,17 @@ def test_gpu_cost_moves_to_device_kernels_by_correlation_and_splits_by_duration(
 def test_no_markers_no_costs():
     costs, stats = costs_from_tags({"traceEvents": [_x("aten::mm", 0, 1)]}, {}.get)
     assert costs == {} and stats.markers == 0
+
+
+def test_gpu_stream_copy_of_a_marker_is_not_a_second_graph_call():
+    g = _graph([_tag("triton_poi_fused_add_0", "triton_poi_fused_add_0", 0, 1000, device="cuda")])
+    events = [
+        _x(marker_name(7, False), 0, 100, cat="user_annotation"),
+        _x(marker_name(7, False), 150, 100, tid=7, cat="gpu_user_annotation"),
+        _x("triton_poi_fused_add_0", 10, 20),
+        _x("cuLaunchKernel", 12, 3, cat="cuda_driver", correlation=41),
+        _x("triton_poi_fused_add_0", 200, 30, tid=7, cat="kernel", correlation=41),
+    ]
+    costs, stats = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert list(costs) == [4] and costs[4].flops == 1000
+    assert stats.markers == 1 and stats.unmatched_call_sites == 0 and stats.warnings() == []
