@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Union
@@ -20,11 +21,32 @@ GENERATED = "generated"
 EXTERN = "extern"
 
 
+# What a cost expression may contain: size symbols, integers, arithmetic and sympy/Inductor
+# function names (FloorDiv, Max, ...). sympify evaluates its input, and tags are read back from
+# the cache directory, so anything else (quotes, brackets, dunders) is refused before parsing.
+_EXPR_OK = re.compile(r"^[A-Za-z0-9_+\-*/(). ,]*$")
+
+
 @functools.lru_cache(maxsize=4096)
 def _parse(expr: str) -> Any:
     import sympy
 
-    return sympy.sympify(expr)
+    if not _EXPR_OK.match(expr) or "__" in expr:
+        raise ValueError(f"not a size expression: {expr!r}")
+    return sympy.sympify(expr, locals=_sympy_functions())
+
+
+@functools.lru_cache(maxsize=1)
+def _sympy_functions() -> dict[str, Any]:
+    """Inductor's own sympy functions (FloorDiv, ModularIndexing, ...) by the names str() prints,
+    so expressions read back evaluate instead of becoming undefined functions."""
+    import inspect
+
+    import sympy
+    import torch.utils._sympy.functions as fns
+
+    return {name: obj for name, obj in vars(fns).items()
+            if inspect.isclass(obj) and issubclass(obj, sympy.Basic)}
 
 
 def evaluate(value: Quantity, symbols: Mapping[str, int] | None = None) -> int:

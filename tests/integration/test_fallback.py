@@ -48,3 +48,20 @@ def test_tagging_can_be_turned_off(mlp_inductor) -> None:
     run = run_compiled(model, inputs, "inductor_perf", options={"inductor_perf.tagging": False})
     torch.testing.assert_close(run.output, mlp_inductor.output)
     assert run.graphs == []  # nothing registered: plain compile_fx
+
+
+def test_tag_store_failure_keeps_the_tags(monkeypatch, caplog) -> None:
+    def full_disk(graph):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(backend, "_store_tags", full_disk)
+    monkeypatch.setattr(backend, "_warned", False)
+    caplog.set_level(logging.WARNING, logger="inductor_perf")
+    torch._dynamo.reset()
+    model, inputs = make("mlp")
+    run = run_compiled(model, inputs, "inductor_perf")
+    assert len(run.graphs) == 2
+    for g in run.graphs:
+        assert g.tagged is True and g.kernels
+    warnings = [r.getMessage() for r in caplog.records if r.name.startswith("inductor_perf")]
+    assert len(warnings) == 1 and "could not store kernel tags" in warnings[0]

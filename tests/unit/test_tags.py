@@ -118,3 +118,14 @@ def test_marker_round_trip(iid: int, bwd: bool, syms) -> None:
 ])
 def test_parse_marker_rejects_other_names(name: str) -> None:
     assert parse_marker(name) is None
+
+
+def test_evaluate_refuses_anything_but_a_size_expression():
+    import pytest
+
+    from inductor_perf.tags import evaluate
+
+    for bad in ("__import__('os').getcwd()", "s0[0]", "lambda: 1"):
+        with pytest.raises(ValueError):
+            evaluate(bad, {"s0": 1})
+    assert evaluate("FloorDiv(s0, 2) + Max(s1, 3)", {"s0": 9, "s1": 1}) == 7
