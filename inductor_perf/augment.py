@@ -185,10 +185,6 @@ def _finite(x: float) -> float | None:
     return x if math.isfinite(x) else None
 
 
-def _finite_or_none(x: Any) -> float | None:
-    return tf.number(x)
-
-
 def _ratio(num: float, den: float) -> float | None:
     try:
         return _finite(num / den)
@@ -243,10 +239,10 @@ def _args_for(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: in
     if (peak_tflops or bandwidth_gbs) and flops >= 0 and nbytes >= 0:
         point = _classify(flops, nbytes, dur_us or 0.0, peak_tflops, bandwidth_gbs)
         if point is not None:
-            v = _finite_or_none(point.flops_pct)
+            v = tf.number(point.flops_pct)
             if v is not None:
                 a[tf.ACHIEVED_FLOPS_PCT] = v
-            v = _finite_or_none(point.bandwidth_pct)
+            v = tf.number(point.bandwidth_pct)
             if v is not None:
                 a[tf.ACHIEVED_BANDWIDTH_PCT] = v
             bound = str(point.bound) if point.bound else "unknown"
@@ -255,7 +251,7 @@ def _args_for(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: in
     return a
 
 
-# --- device peaks (devices.py / roofline.py belong to another module; imported lazily) -----------
+# --- device peaks --------------------------------------------------------------------------------
 def _bandwidth(device: Any) -> float | None:
     if device is None:
         return None
@@ -264,57 +260,32 @@ def _bandwidth(device: Any) -> float | None:
 
 
 def _peak(device: Any, dtype: Any, matmul: bool) -> float | None:
+    from .devices import matmul_peak_tflops, vector_peak_tflops
+
+    fn = matmul_peak_tflops if matmul else vector_peak_tflops
     try:
-        from .devices import matmul_peak_tflops, vector_peak_tflops
-    except ImportError:
-        # devices.py not there yet: read the dense peak straight from the row.
-        peaks = getattr(device, "peak_tflops", None) or {}
-        value = peaks.get(dtype) if dtype is not None and hasattr(peaks, "get") else None
-    else:
-        fn = matmul_peak_tflops if matmul else vector_peak_tflops
-        try:
-            value = fn(device, dtype) if dtype is not None else None
-        except (KeyError, LookupError, ValueError, TypeError):
-            value = None
+        value = fn(device, dtype) if dtype is not None else None
+    except (KeyError, LookupError, ValueError, TypeError):
+        value = None
     value = tf.number(value)
     return value if value and value > 0 else None
 
 
-@dataclass(frozen=True)
-class _Point:
-    flops_pct: float | None
-    bandwidth_pct: float | None
-    bound: str
-
-
 @functools.lru_cache(maxsize=None)
-def _roofline_classify() -> Callable[..., Any] | None:
+def _roofline_classify() -> Callable[..., Any]:
     # Looked up once: an import statement per augmented event costs ~10% of augmenting.
-    try:
-        from .roofline import classify
-    except ImportError:
-        return None
+    from .roofline import classify
+
     return classify
 
 
 def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
               bandwidth_gbs: float | None) -> Any:
-    """roofline.classify when it is importable; a minimal stand-in otherwise."""
-    classify = _roofline_classify()
-    if classify is not None:
-        try:
-            return classify(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs)
-        except (ValueError, ZeroDivisionError, OverflowError) as e:
-            log.debug("roofline.classify failed: %s", e)
-            return None
-    ok = dur_us > 0
-    fpct = _ratio(flops * 100.0, dur_us * 1e6 * peak_tflops) if peak_tflops and ok else None
-    bpct = _ratio(nbytes * 100.0, dur_us * 1e3 * bandwidth_gbs) if bandwidth_gbs and ok else None
-    bound = "unknown"
-    if peak_tflops and bandwidth_gbs and nbytes > 0:
-        ridge = peak_tflops * 1e12 / (bandwidth_gbs * 1e9)
-        bound = "compute" if flops / nbytes >= ridge else "memory"
-    return _Point(fpct, bpct, bound)
+    try:
+        return _roofline_classify()(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs)
+    except (ValueError, ZeroDivisionError, OverflowError) as e:
+        log.debug("roofline.classify failed: %s", e)
+        return None
 
 
 # --- offline attribution -------------------------------------------------------------------------
