@@ -49,6 +49,8 @@ class EventCost:
     """"generated" | "extern"."""
     graph_id: int | None = None
     is_backward: bool | None = None
+    eager_ops: tuple[str, ...] = ()
+    """Eager ops fused into the kernel (``aten::add``, ...), from the tags' FX nodes."""
     cost_source: str = "shapes"
     """"tag" | "shapes" | "triton". For "triton" only the total bytes are known (kept in
     ``bytes_read``), so the read/written split is not written to the trace."""
@@ -220,6 +222,7 @@ def _static_args(cost: EventCost) -> tuple[dict[str, Any], dict[str, Any]]:
         tf.GRAPH_ID: cost.graph_id,
         tf.IS_BACKWARD: cost.is_backward,
         tf.COST_SOURCE: cost.cost_source,
+        tf.EAGER_OPS: ", ".join(cost.eager_ops) if cost.eager_ops else None,
     }
     return ({k: v for k, v in head.items() if v is not None}, {k: v for k, v in tail.items() if v is not None})
 

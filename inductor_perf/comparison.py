@@ -42,6 +42,7 @@ from . import trace_format as tf
 from .eager import parse_module_range, parse_phase_range, parse_step_range
 from .errors import InductorPerfError
 from .markers import MARKER_PREFIX, parse_marker
+from .tags import aten_op_name
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +50,7 @@ BY = ("module", "line", "op", "kernel")
 
 # Extra arg compare writes on compiled kernel events: the eager ops the kernel's FX nodes came from,
 # comma-separated ("aten::gelu, aten::native_layer_norm").
-EAGER_OPS = "eager_ops"
+EAGER_OPS = tf.EAGER_OPS
 
 # Keys of rows that are not a module / line / op of the user's code.
 OUTSIDE_MODEL = "(outside model)"
@@ -72,20 +73,7 @@ _VIEW_OPS = frozenset({
 _CPU_CATS = frozenset({"cpu_op", "operator", "user_annotation", "python_function"})
 
 
-def op_name(target: str | None) -> str | None:
-    """``aten.native_layer_norm.default`` -> ``aten::native_layer_norm`` (the eager trace's spelling).
-
-    >>> op_name("aten._scaled_dot_product_flash_attention_for_cpu.default")
-    'aten::_scaled_dot_product_flash_attention_for_cpu'
-    """
-    if not target:
-        return None
-    if "::" in target:
-        return target.split(".")[0]
-    parts = target.split(".")
-    if len(parts) >= 2 and parts[0] in ("aten", "prims", "mkldnn", "mkl", "quantized", "torch"):
-        return f"{parts[0]}::{parts[1]}"
-    return target
+op_name = aten_op_name  # the eager spelling of an op (see inductor_perf.tags.aten_op_name)
 
 
 # --- units: the outermost op / kernel events of a trace ------------------------------------------
@@ -821,14 +809,8 @@ def _dominant_module(tag: Any) -> tuple[str | None, tuple[str, ...]]:
 
 
 def tag_ops(tag: Any) -> tuple[str, ...]:
-    """The eager ops a kernel's FX nodes came from (``original_aten``, else the node's own target), in
-    node order, without repeats."""
-    seen: dict[str, None] = {}
-    for node in tag.nodes:
-        op = op_name(node.original_aten or node.target)
-        if op:
-            seen.setdefault(op, None)
-    return tuple(seen)
+    """The eager ops a kernel's FX nodes came from (see ``KernelTag.eager_ops``)."""
+    return tag.eager_ops
 
 
 def _kernel_infos(trace: dict, costs: Mapping[int, Any]) -> dict[int, dict[str, Any]]:
@@ -1046,11 +1028,7 @@ def compare(model: Any, example_inputs: Any, *, backward: bool = True, steps: in
         device = resolve_device("cpu")
     except Exception as e:  # peaks are optional
         log.warning("inductor_perf: no device peaks (%s); achieved %% left out", e)
-    compiled_trace, _ = augment_trace(raw, costs, device)
-    for i, info in infos.items():
-        ev = compiled_trace["traceEvents"][i]
-        ev["args"] = dict(ev.get("args") or {})
-        ev["args"][EAGER_OPS] = ", ".join(info["ops"])
+    compiled_trace, _ = augment_trace(raw, costs, device)  # writes eager_ops from the tags too
     ua = trace_units(eager_trace)
     ub = trace_units(compiled_trace, kernel_info=infos.get)
     result = compare_units(ua, ub, by=by, labels=("eager", "compiled"))

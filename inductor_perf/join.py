@@ -78,6 +78,7 @@ def event_cost(tag: KernelTag, symbols: Mapping[str, int] | None) -> EventCost:
         dtype=_dtype(tag), source=tag.source, module_path=tag.module_path,
         node_names=tuple(n.name for n in tag.nodes), stack_trace=tag.stack_trace,
         kind=tag.kind, graph_id=tag.graph_id, is_backward=tag.is_backward, cost_source="tag",
+        eager_ops=tag.eager_ops,
     )
 
 

@@ -66,6 +66,23 @@ def evaluate(value: Quantity, symbols: Mapping[str, int] | None = None) -> int:
     return int(expr)
 
 
+def aten_op_name(target: str | None) -> str | None:
+    """``aten.native_layer_norm.default`` -> ``aten::native_layer_norm``: an op as eager traces
+    spell it.
+
+    >>> aten_op_name("aten._scaled_dot_product_flash_attention_for_cpu.default")
+    'aten::_scaled_dot_product_flash_attention_for_cpu'
+    """
+    if not target:
+        return None
+    if "::" in target:
+        return target.split(".")[0]
+    parts = target.split(".")
+    if len(parts) >= 2 and parts[0] in ("aten", "prims", "mkldnn", "mkl", "quantized", "torch"):
+        return f"{parts[0]}::{parts[1]}"
+    return target
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """One FX node a kernel computes."""
@@ -135,6 +152,17 @@ class KernelTag:
     """``cpu`` or ``cuda``: where the kernel runs."""
     op: str | None = None
     """For extern kernels, the overload Inductor calls (``aten.addmm.out``)."""
+
+    @property
+    def eager_ops(self) -> tuple[str, ...]:
+        """The eager ops this kernel's FX nodes came from (``original_aten``, else the node's own
+        op), in node order, without repeats: what fused into this kernel."""
+        seen: dict[str, None] = {}
+        for node in self.nodes:
+            op = aten_op_name(node.original_aten or node.target)
+            if op:
+                seen.setdefault(op, None)
+        return tuple(seen)
 
     @property
     def is_symbolic(self) -> bool:

@@ -148,6 +148,10 @@ def test_mlp_every_kernel_event_tagged_and_flops_match(mlp_run):
         # fc1/relu/fc2 all sit on the forward's single line of MLP_SCRIPT (line 9 of script.py).
         assert a["source"].endswith("script.py:9"), a["source"]
         assert a["module_path"] in ("fc1", "fc2", "")
+    # What fused into what: the eager ops each kernel came from.
+    ops = {k["name"]: k["args"].get("eager_ops", "") for k in kernels}
+    assert any("aten::relu" in v for n, v in ops.items() if n.startswith("graph_"))
+    assert all("aten::addmm" in v for n, v in ops.items() if n == "aten::addmm")
 
 
 def test_mlp_summary_json_matches_text(mlp_run):
