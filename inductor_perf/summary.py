@@ -626,7 +626,8 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str = "flo
                 a[slot][v] += k.dur
         mod = k.args.get(tf.MODULE_PATH)
         src = k.args.get(tf.SOURCE)
-        group_add(mods, mod if isinstance(mod, str) and mod else "(no module)", k, flop, gb)
+        # "" is the root module (work in the top-level forward itself); a missing arg is unknown.
+        group_add(mods, (mod or "(root module)") if isinstance(mod, str) else "(no module)", k, flop, gb)
         group_add(lines, src if isinstance(src, str) and src else "(no source)", k, flop, gb)
 
     def rate_tflops(flop: Any, us: float) -> float | None:

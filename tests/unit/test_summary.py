@@ -326,3 +326,15 @@ def test_real_cpu_trace_fixture():
     # not from the profiler's own "PyTorch Profiler (0)" span
     assert s.wall_us == pytest.approx(4385172839436.363 - 4385172837999.051, abs=1e-2)
     strict(s)
+
+
+def test_root_module_and_unknown_module_are_kept_apart():
+    # Three 10 µs kernels: one in the root module's own forward (module_path ""), one in "fc",
+    # one whose module is unknown (no arg).
+    trace = {"traceEvents": [
+        X("graph_0_cpp_fused_relu_0", 0, 10, kernel_flop=10, module_path=""),
+        X("graph_0_cpp_fused_add_1", 20, 10, kernel_flop=10, module_path="fc"),
+        X("graph_0_cpp_fused_mul_2", 40, 10, kernel_flop=10),
+    ]}
+    rows = {r["key"]: r["total_us"] for r in strict(summarize(trace))["modules"]}
+    assert rows == {"(root module)": 10, "fc": 10, "(no module)": 10}
