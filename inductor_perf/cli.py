@@ -205,7 +205,12 @@ def _print_block(text: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="inductor-perf", description=__doc__.split("\n")[0] if __doc__ else None)
+    parser = argparse.ArgumentParser(
+        prog="inductor-perf",
+        description="Make torch.compile performance visible: per-kernel FLOPs, bytes, achieved %% of "
+                    "peak, roofline bound, source line and module, for traces of compiled and eager runs.",
+        epilog="To capture a run: INDUCTOR_PERF_TRACE_DIR=out python train.py (with "
+               "torch.compile(model, backend=\"inductor_perf\")). Docs: README.md.")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_devices(sub)
