@@ -207,7 +207,7 @@ def _print_block(text: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inductor-perf",
-        description="Make torch.compile performance visible: per-kernel FLOPs, bytes, achieved %% of "
+        description="Make torch.compile performance visible: per-kernel FLOPs, bytes, achieved % of "
                     "peak, roofline bound, source line and module, for traces of compiled and eager runs.",
         epilog="To capture a run: INDUCTOR_PERF_TRACE_DIR=out python train.py (with "
                "torch.compile(model, backend=\"inductor_perf\")). Docs: README.md.")
