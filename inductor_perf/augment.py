@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import trace_format as tf
 from .errors import TraceFormatError
+from .roofline import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
+from .roofline import DEFAULT_LATENCY_PCT as _LATENCY_PCT
+from .roofline import DEFAULT_LATENCY_US as _LATENCY_US
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -39,8 +42,9 @@ class EventCost:
     matmul_flops: int
     bytes_read: int
     bytes_written: int
-    dtype: "torch.dtype | None" = None
-    """Picks the peak: the matmul roof when ``matmul_flops > 0``, else the vector roof."""
+    dtype: "torch.dtype | str | None" = None
+    """Picks the peak: the matmul roof when ``matmul_flops > 0``, else the vector roof. A torch.dtype
+    (capture) or its name as torch spells it ("bfloat16"; offline attribution, which stays torch-free)."""
     source: str | None = None
     module_path: str | None = None
     node_names: tuple[str, ...] = ()
@@ -254,6 +258,47 @@ def _args_for(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: in
     return a
 
 
+_SAFE_INT = 1 << 53  # below this every int converts to float exactly
+_IN_RANGE = (1e-6, 1e12)  # durations (µs) and peaks (TFLOP/s, GB/s) the inline roofline takes
+
+
+def _roof(flops: int, nbytes: int, peak_tflops: float, bandwidth_gbs: float) -> str | None:
+    """The roof that binds a kernel under :func:`roofline.classify`'s rule (peaks within
+    :data:`_IN_RANGE`, counts in ``[0, 2**53)``): None (nothing done), "compute" or "memory"."""
+    if flops == 0 and nbytes == 0:
+        return None
+    if nbytes == 0:
+        return "compute"
+    if flops == 0:
+        return "memory"
+    return "compute" if flops / nbytes >= peak_tflops * 1e3 / bandwidth_gbs else "memory"
+
+
+def _args_inline(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: int, dur_us: float,
+                 peak_tflops: float, bandwidth_gbs: float, roof: str | None) -> dict[str, Any]:
+    """:func:`_args_for` for the common case, without building a :class:`roofline.RooflinePoint`:
+    ``dur_us`` and both peaks within :data:`_IN_RANGE`, counts in ``[0, 2**53)`` (so every ratio
+    is finite), ``roof`` from :func:`_roof`. Same arithmetic, in the same order, as :func:`roofline.classify`
+    (tests/unit/test_fast_path.py checks it against classify on a sweep)."""
+    a = dict(head)
+    a[tf.ACHIEVED_TFLOPS] = flops / (dur_us * 1e6)
+    a[tf.ACHIEVED_GBPS] = nbytes / (dur_us * 1e3)
+    # classify's own expressions (FLOP/µs/1e6 = TFLOP/s, B/µs/1e3 = GB/s), for identical floats
+    flops_pct = 100.0 * (flops / dur_us / 1e6) / peak_tflops
+    bandwidth_pct = 100.0 * (nbytes / dur_us / 1e3) / bandwidth_gbs
+    a[tf.ACHIEVED_FLOPS_PCT] = flops_pct
+    a[tf.ACHIEVED_BANDWIDTH_PCT] = bandwidth_pct
+    if roof is None:
+        bound = "latency"  # nothing measurable done in a measured time: pure overhead
+    else:
+        pct = flops_pct if roof == "compute" else bandwidth_pct
+        small = dur_us < _LATENCY_US or nbytes < _LATENCY_BYTES
+        bound = "latency" if pct < _LATENCY_PCT and small else roof
+    a[tf.ROOFLINE_BOUND] = bound
+    a.update(tail)
+    return a
+
+
 # --- device peaks --------------------------------------------------------------------------------
 def _bandwidth(device: Any) -> float | None:
     if device is None:
@@ -262,13 +307,29 @@ def _bandwidth(device: Any) -> float | None:
     return bw if bw and bw > 0 else None
 
 
-def _peak(device: Any, dtype: Any, matmul: bool) -> float | None:
-    from .devices import matmul_peak_tflops, vector_peak_tflops
+def _tf32_now() -> bool:
+    """Whether float32 matmuls count at the TF32 roof, as :func:`devices.tf32_enabled` says; without
+    importing torch when nothing has: its switches are then at their defaults (off) unless the
+    environment overrides cuBLAS."""
+    if "torch" in sys.modules:
+        from .devices import tf32_enabled
 
-    fn = matmul_peak_tflops if matmul else vector_peak_tflops
+        return tf32_enabled()
+    return os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "").strip() == "1"
+
+
+def _peak(device: Any, dtype: Any, matmul: bool) -> float | None:
+    """The roof for ``dtype`` (torch.dtype or its name) on ``device`` (rows keyed either way); the
+    rules of :func:`devices.matmul_peak_tflops` / :func:`devices.vector_peak_tflops`, by name."""
+    from .device_table import dtype_name, matmul_peak_by_name, vector_peak_by_name
+
+    if dtype is None:
+        return None
     try:
-        value = fn(device, dtype) if dtype is not None else None
-    except (KeyError, LookupError, ValueError, TypeError):
+        name = dtype_name(dtype)
+        value = (matmul_peak_by_name(device, name, name == "float32" and _tf32_now()) if matmul
+                 else vector_peak_by_name(device, name))
+    except (KeyError, LookupError, ValueError, TypeError, AttributeError):
         value = None
     value = tf.number(value)
     return value if value and value > 0 else None
@@ -313,7 +374,11 @@ def default_output_path(in_path: str | os.PathLike) -> str:
 
 
 def device_from_trace(trace: dict) -> tuple[Any, str | None]:
-    """The device row for the trace's GPU (from ``deviceProperties``) and a note when there is none."""
+    """The device row for the trace's GPU (from ``deviceProperties``) and a note when there is none.
+
+    Without torch imported the row is :func:`device_table.lookup`'s (peaks keyed by dtype name), so
+    offline augmenting never imports torch; with torch imported it is :func:`devices.lookup_device`'s
+    (keyed by torch.dtype). Same row, same numbers."""
     props = trace.get("deviceProperties")
     names = []
     if isinstance(props, list):
@@ -322,7 +387,10 @@ def device_from_trace(trace: dict) -> tuple[Any, str | None]:
         return None, ("no GPU in the trace's deviceProperties: achieved % left out (peaks of the machine "
                       "that recorded a CPU trace are unknown)")
     name = names[0]
-    from .devices import lookup_device
+    if "torch" in sys.modules:
+        from .devices import lookup_device
+    else:
+        from .device_table import lookup as lookup_device
 
     try:
         spec = lookup_device(name)
@@ -478,6 +546,10 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
     todo = sorted(costs)
     added_keys = frozenset(tf.ADDED_ARG_KEYS)
     static: dict[int, tuple[EventCost, dict[str, Any], dict[str, Any], int, int]] = {}
+    roofs: dict[tuple[int, float], str | None] = {}
+    # The inline roofline is used where no ratio can overflow or underflow to 0 (classify's
+    # _finite() checks are then no-ops); anything else goes through classify itself.
+    bw_ok = bandwidth is not None and _IN_RANGE[0] <= bandwidth <= _IN_RANGE[1]
     scope_cats = tf.CPU_SCOPE_CATS
 
     def args_close(ev: dict, s0: int, e0: int) -> int:
@@ -527,7 +599,16 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
                 astats.nonpositive_dur += 1
                 dur = None
         astats.events_augmented += 1
-        body = enc(_args_for(head, tail, flops, nbytes, dur, peak, bandwidth if use_device else None))
+        if (dur is not None and peak is not None and bw_ok and use_device and 0 <= flops < _SAFE_INT
+                and 0 <= nbytes < _SAFE_INT and _IN_RANGE[0] <= dur <= _IN_RANGE[1]
+                and _IN_RANGE[0] <= peak <= _IN_RANGE[1]):
+            rkey = (id(cost), peak)
+            roof = roofs.get(rkey, roofs)
+            if roof is roofs:
+                roof = roofs[rkey] = _roof(flops, nbytes, peak, bandwidth)
+            body = enc(_args_inline(head, tail, flops, nbytes, dur, peak, bandwidth, roof))
+        else:
+            body = enc(_args_for(head, tail, flops, nbytes, dur, peak, bandwidth if use_device else None))
         # body is "{...}": its inside goes in, after a comma unless the event's args are empty
         return body[1:-1] if not args else b"," + body[1:-1]
 

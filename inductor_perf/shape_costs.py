@@ -13,7 +13,6 @@ counted, attention counts the two matmuls and ignores causal masking.
 
 from __future__ import annotations
 
-import functools
 import importlib
 import logging
 import math
@@ -51,14 +50,15 @@ class OpCost:
     matmul_flops: int
     bytes_read: int
     bytes_written: int
-    dtype: Any  # torch.dtype
+    dtype: str
+    """The dtype's name as torch spells it ("bfloat16"); see :func:`parse_dtype_name`."""
 
 
 def warm_up() -> None:
-    """Import what attribution and the device table need (torch for dtypes, devices, roofline)
-    before a large trace is loaded; see :func:`_import_torch_elsewhere` for why."""
-    _import_torch_elsewhere(("torch", "inductor_perf.devices", "inductor_perf.roofline"))
-    _dtype_table()
+    """Import what attribution, the device table and the roofline need before a large trace is
+    loaded (all torch-free: dtypes are handled by name, see :data:`_DTYPE_NAMES`)."""
+    for m in ("inductor_perf.device_table", "inductor_perf.roofline"):
+        importlib.import_module(m)
 
 
 def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch",)) -> None:
@@ -91,45 +91,61 @@ def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch",)) -> None:
 
 
 # --- dtype strings -------------------------------------------------------------------------------
-@functools.lru_cache(maxsize=1)
-def _dtype_table() -> dict[str, Any]:
-    _import_torch_elsewhere()
-    import torch
+# Profiler ``Input type`` string -> (torch dtype name, itemsize in bytes), without importing torch.
+# Keys: every torch.dtype attribute name of torch 2.13 ("float32", "half", "cfloat", ...) plus the
+# caffe2 TypeMeta spellings the profiler records (C++ builtins, c10:: class names).
+# tests/unit/test_shape_costs.py checks each entry against torch (name and itemsize).
+_DTYPE_NAMES: dict[str, tuple[str, int]] = {
+    "bfloat16": ("bfloat16", 2), "bit": ("uint1", 1), "bits16": ("bits16", 2), "bits1x8": ("bits1x8", 1),
+    "bits2x4": ("bits2x4", 1), "bits4x2": ("bits4x2", 1), "bits8": ("bits8", 1), "bool": ("bool", 1),
+    "c10::BFloat16": ("bfloat16", 2), "c10::Float4_e2m1fn_x2": ("float4_e2m1fn_x2", 1),
+    "c10::Float8_e4m3fn": ("float8_e4m3fn", 1), "c10::Float8_e4m3fnuz": ("float8_e4m3fnuz", 1),
+    "c10::Float8_e5m2": ("float8_e5m2", 1), "c10::Float8_e5m2fnuz": ("float8_e5m2fnuz", 1),
+    "c10::Float8_e8m0fnu": ("float8_e8m0fnu", 1), "c10::Half": ("float16", 2),
+    "c10::complex<c10::Half>": ("complex32", 4), "c10::complex<double>": ("complex128", 16),
+    "c10::complex<float>": ("complex64", 8), "cdouble": ("complex128", 16), "cfloat": ("complex64", 8),
+    "chalf": ("complex32", 4), "complex128": ("complex128", 16), "complex32": ("complex32", 4),
+    "complex64": ("complex64", 8), "double": ("float64", 8), "float": ("float32", 4),
+    "float16": ("float16", 2), "float32": ("float32", 4), "float4_e2m1fn_x2": ("float4_e2m1fn_x2", 1),
+    "float64": ("float64", 8), "float8_e4m3fn": ("float8_e4m3fn", 1), "float8_e4m3fnuz": ("float8_e4m3fnuz", 1),
+    "float8_e5m2": ("float8_e5m2", 1), "float8_e5m2fnuz": ("float8_e5m2fnuz", 1),
+    "float8_e8m0fnu": ("float8_e8m0fnu", 1), "half": ("float16", 2), "int": ("int32", 4), "int1": ("int1", 1),
+    "int16": ("int16", 2), "int2": ("int2", 1), "int3": ("int3", 1), "int32": ("int32", 4), "int4": ("int4", 1),
+    "int5": ("int5", 1), "int6": ("int6", 1), "int64": ("int64", 8), "int7": ("int7", 1), "int8": ("int8", 1),
+    "long": ("int64", 8), "long int": ("int64", 8), "qint32": ("qint32", 4), "qint8": ("qint8", 1),
+    "quint2x4": ("quint2x4", 1), "quint4x2": ("quint4x2", 1), "quint8": ("quint8", 1), "short": ("int16", 2),
+    "short int": ("int16", 2), "signed char": ("int8", 1), "uint1": ("uint1", 1), "uint16": ("uint16", 2),
+    "uint2": ("uint2", 1), "uint3": ("uint3", 1), "uint32": ("uint32", 4), "uint4": ("uint4", 1),
+    "uint5": ("uint5", 1), "uint6": ("uint6", 1), "uint64": ("uint64", 8), "uint7": ("uint7", 1),
+    "uint8": ("uint8", 1), "unsigned char": ("uint8", 1), "unsigned int": ("uint32", 4),
+    "unsigned long": ("uint64", 8), "unsigned short": ("uint16", 2),
+}
+_ITEMSIZE: dict[str, int] = {name: size for name, size in _DTYPE_NAMES.values()}
 
-    table: dict[str, Any] = {}
-    for name in dir(torch):
-        value = getattr(torch, name, None)
-        if isinstance(value, torch.dtype):
-            table[name] = value  # "float32", "half", "bfloat16", "float8_e4m3fn", ...
-    # The profiler records caffe2 TypeMeta names: C++ spellings for builtins, c10:: class names.
-    table.update({
-        "float": torch.float32, "double": torch.float64, "c10::Half": torch.float16,
-        "c10::BFloat16": torch.bfloat16, "long int": torch.int64, "long": torch.int64,
-        "int": torch.int32, "short int": torch.int16, "short": torch.int16,
-        "signed char": torch.int8, "unsigned char": torch.uint8, "bool": torch.bool,
-        "unsigned short": torch.uint16, "unsigned int": torch.uint32, "unsigned long": torch.uint64,
-        "c10::complex<float>": torch.complex64, "c10::complex<double>": torch.complex128,
-        "c10::complex<c10::Half>": torch.complex32,
-    })
-    for name in ("float8_e4m3fn", "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e8m0fnu"):
-        dt = getattr(torch, name, None)
-        if dt is not None:
-            parts = name.split("_", 1)
-            table["c10::Float8_" + parts[1]] = dt
-    if hasattr(torch, "float4_e2m1fn_x2"):
-        table["c10::Float4_e2m1fn_x2"] = torch.float4_e2m1fn_x2
-    return table
+
+def parse_dtype_name(name: Any) -> str | None:
+    """The torch dtype NAME of a profiler ``Input type`` string, or None when unknown (no torch).
+
+    >>> parse_dtype_name("c10::BFloat16")
+    'bfloat16'
+    """
+    entry = _DTYPE_NAMES.get(name) if isinstance(name, str) else None
+    return entry[0] if entry is not None else None
 
 
 def parse_dtype(name: Any) -> Any:
-    """The torch.dtype of a profiler ``Input type`` string, or None when unknown.
+    """The torch.dtype of a profiler ``Input type`` string, or None when unknown (imports torch).
 
     >>> parse_dtype("c10::BFloat16")
     torch.bfloat16
     """
-    if not isinstance(name, str):
+    dt = parse_dtype_name(name)
+    if dt is None:
         return None
-    return _dtype_table().get(name)
+    _import_torch_elsewhere()
+    import torch
+
+    return getattr(torch, dt, None)
 
 
 # --- reading the recorded inputs -----------------------------------------------------------------
@@ -163,7 +179,7 @@ class _Inputs:
             raise _Skip(BAD_SHAPES, f"input {i} has rank {len(d)}, expected {rank}")
         if i >= len(self.types):
             raise _Skip(NO_SHAPES, f"no type for input {i}")
-        dt = parse_dtype(self.types[i])
+        dt = parse_dtype_name(self.types[i])
         if dt is None:
             raise _Skip(UNKNOWN_DTYPE, str(self.types[i])[:60])
         return tuple(d), dt
@@ -214,8 +230,8 @@ class _Inputs:
         raise _Skip(BAD_SHAPES, f"concrete input {i} {v!r} is not a bool")
 
 
-def _nbytes(shape: Sequence[int], dtype: Any) -> int:
-    return math.prod(shape) * dtype.itemsize
+def _nbytes(shape: Sequence[int], dtype: str) -> int:
+    return math.prod(shape) * _ITEMSIZE[dtype]
 
 
 # --- shape-level FLOP formulas --------------------------------------------------------------------

@@ -489,3 +489,21 @@ def test_docs_override_examples_parse():
     rows = devices.parse_device_overrides(tomllib.loads(toml))
     assert [r.device_type for r in rows] == ["cuda", "cpu"]
     assert devices.parse_device_override(tomllib.loads(toml), "NVIDIA GB200").peak_tflops[TF32] == 1250
+
+
+def test_name_keyed_table_matches_torch_keyed():
+    from inductor_perf import device_table
+
+    assert len(device_table.DEVICE_TABLE) == len(devices.DEVICE_TABLE)
+    for row, spec in zip(device_table.DEVICE_TABLE, devices.DEVICE_TABLE):
+        assert row.name == spec.name and row.to_dict() == spec.to_dict()
+        assert all(isinstance(k, torch.dtype) or k == devices.TF32 for k in spec.peak_tflops)
+        # the name-keyed peak rules give what the torch-keyed ones give, TF32 on and off
+        for dt in (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.int8, torch.float8_e4m3fn):
+            name = str(dt).removeprefix("torch.")
+            for tf32 in (False, True):
+                assert device_table.matmul_peak_by_name(row, name, tf32) == devices.matmul_peak_tflops(
+                    spec, dt, tf32=tf32), (spec.name, name, tf32)
+            assert device_table.vector_peak_by_name(row, name) == devices.vector_peak_tflops(spec, dt)
+    # H100 SXM datasheet: BF16 1,979 TFLOPS with sparsity -> 989.5 dense
+    assert device_table.lookup("NVIDIA H100 80GB HBM3").peak_tflops["bfloat16"] == 989.5

@@ -237,3 +237,54 @@ def test_splice_checks_which_object_it_extends(kernel, tmp_path):
     assert fast == full and s_fast == s_full
     assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128  # 2*4*8*2
     assert tf.KERNEL_FLOP not in json.dumps(fast["traceEvents"][2].get("x", {}))
+
+
+def test_fast_path_never_imports_torch(generated, tmp_path):
+    # Offline augment resolves the GPU row and its peaks by dtype name: torch (0.9 s to import)
+    # must stay out of the process. A fresh interpreter, since this one has torch loaded.
+    import subprocess
+    import sys
+
+    out = str(tmp_path / "out.json")
+    code = ("import sys\n"
+            "from inductor_perf import augment as A\n"
+            f"s = A.augment_file({generated!r}, {out!r}, fast=True)\n"
+            "assert s.events_augmented > 1000 and s.peaks_known, s\n"
+            "print('torch' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"
+    assert _load(out)["traceEvents"]  # it wrote a trace
+
+
+def test_inline_roofline_equals_classify_on_a_sweep():
+    # The fast path's inline roofline must give classify's numbers and bound exactly, including at
+    # the ridge, the 25 % / 10 µs / 1 MiB latency edges, zero FLOPs and zero bytes.
+    from inductor_perf import roofline
+
+    head, tail = {"kernel_flop": 1}, {"cost_source": "shapes"}
+    flops_values = [0, 1, 1000, 2 * 4096 ** 3, 3_350_000, 989_500_000, (1 << 53) - 1]
+    bytes_values = [0, 1, 1 << 20, (1 << 20) - 1, 3_350_000, 2 * 4096 ** 2, 10 ** 12]
+    durs = [1e-6, 0.5, 9.999, 10.0, 10.001, 200.0, 1e6]
+    roofs_seen, bounds_seen = set(), set()
+    for peak in (989.5, 67.0, 1e-6, 1e12):
+        for bw in (3350.0, 1.0):
+            for flops in flops_values:
+                for nbytes in bytes_values:
+                    roof = A._roof(flops, nbytes, peak, bw)
+                    roofs_seen.add(roof)
+                    for dur in durs:
+                        got = A._args_inline(head, tail, flops, nbytes, dur, peak, bw, roof)
+                        p = roofline.classify(flops, nbytes, dur, peak, bw)
+                        assert got == A._args_for(head, tail, flops, nbytes, dur, peak, bw)
+                        assert list(got) == list(A._args_for(head, tail, flops, nbytes, dur, peak, bw))
+                        assert got["roofline_bound"] == p.bound
+                        assert got["achieved_flops_pct"] == p.flops_pct
+                        assert got["achieved_bandwidth_pct"] == p.bandwidth_pct
+                        bounds_seen.add(p.bound)
+    assert roofs_seen == {None, "compute", "memory"}
+    assert bounds_seen == {"compute", "memory", "latency"}
+    # a hand case: 2*4096^3 FLOPs in 200 µs on an H100 SXM (989.5 TFLOP/s bf16) = 687.2 TFLOP/s, 69.4 %
+    got = A._args_inline(head, tail, 2 * 4096 ** 3, 6 * 4096 ** 2, 200.0, 989.5, 3350.0,
+                         A._roof(2 * 4096 ** 3, 6 * 4096 ** 2, 989.5, 3350.0))
+    assert got["roofline_bound"] == "compute" and round(got["achieved_flops_pct"], 1) == 69.4

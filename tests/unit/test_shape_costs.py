@@ -60,13 +60,13 @@ def test_reference_mm_and_bytes():
     assert c.flops == 201_326_592
     # read (256*512 + 512*768) * 4 = 2,097,152; written 256*768*4 = 786,432
     assert (c.bytes_read, c.bytes_written) == (2_097_152, 786_432)
-    assert c.dtype == torch.float32
+    assert c.dtype == "float32"
 
 
 def test_reference_bmm():
     c = sc.op_cost("aten::bmm", ev("aten::bmm", [[8, 256, 512], [8, 512, 768]], ["c10::BFloat16"] * 2)["args"])
     assert c.flops == 1_610_612_736
-    assert c.dtype == torch.bfloat16
+    assert c.dtype == "bfloat16"
     assert c.bytes_written == 8 * 256 * 768 * 2
 
 
@@ -117,7 +117,7 @@ def test_mkldnn_and_cudnn_argument_orders():
            ["c10::Half", "c10::Half", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"],
            ["", "", "[3, 3]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"])["args"]
     c = sc.op_cost("aten::cudnn_convolution", a)
-    assert c.flops == 236_027_904 and c.dtype == torch.float16
+    assert c.flops == 236_027_904 and c.dtype == "float16"
 
 
 def test_sdpa_hand_and_gqa():
@@ -232,7 +232,7 @@ def test_gpu_cost_goes_on_the_longest_kernel_once(link):
     trace = gpu_trace(link=link)
     costs, stats = sc.costs_from_shapes(trace)
     assert list(costs) == [4]  # the 8 µs gemm, not the CPU op, not the reduction
-    assert costs[4].flops == 2 * 32 * 128 * 64 and costs[4].dtype == torch.float16
+    assert costs[4].flops == 2 * 32 * 128 * 64 and costs[4].dtype == "float16"
     assert stats.ops_with_several_kernels == 1 and stats.kernels_without_launch == 0
 
 
@@ -346,3 +346,19 @@ def test_attributing_does_not_import_flop_counter():
             "assert c.flops == 48, c; print('torch.utils.flop_counter' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_dtype_name_table_matches_torch():
+    # The torch-free table must give, for every profiler spelling, the dtype torch itself names
+    # (torch.<attr>, or the profiler's C++ / c10:: spelling of it) and that dtype's itemsize.
+    cpp = {"float": torch.float32, "double": torch.float64, "c10::Half": torch.float16,
+           "c10::BFloat16": torch.bfloat16, "long int": torch.int64, "int": torch.int32,
+           "short int": torch.int16, "signed char": torch.int8, "unsigned char": torch.uint8,
+           "c10::complex<float>": torch.complex64, "c10::Float8_e4m3fn": torch.float8_e4m3fn}
+    torch_names = {n for n in dir(torch) if isinstance(getattr(torch, n, None), torch.dtype)}
+    assert torch_names <= set(sc._DTYPE_NAMES)  # every torch dtype attribute is known by name
+    for key, (name, size) in sc._DTYPE_NAMES.items():
+        dt = getattr(torch, key, None) if key in torch_names else cpp.get(key, getattr(torch, name))
+        assert isinstance(dt, torch.dtype), key
+        assert (str(dt).removeprefix("torch."), dt.itemsize) == (name, size), key
+    assert sc.parse_dtype_name("c10::BFloat16") == "bfloat16" and sc.parse_dtype_name("Scalar") is None
