@@ -39,8 +39,8 @@ def _cmd_devices(args: argparse.Namespace) -> int:
         if torch.cuda.is_available():
             found += [("cuda", i, devices.resolve_device("cuda", i)) for i in range(torch.cuda.device_count())]
         if args.json:
-            print(json.dumps([{"device": f"{t}:{i}", "spec": s.to_dict() if s else None} for t, i, s in found],
-                             indent=2, allow_nan=False))
+            print(json.dumps([{"device": f"{t}:{i}", "spec": _round_floats(s.to_dict()) if s else None}
+                              for t, i, s in found], indent=2, allow_nan=False))
             return 0
         tf32 = devices.tf32_enabled()
         for t, i, s in found:
@@ -74,6 +74,17 @@ def _cmd_devices(args: argparse.Namespace) -> int:
     print("\nDense TFLOP/s (values published only with 2:4 sparsity are halved). "
           "`inductor-perf devices --current` shows this machine.")
     return 0
+
+
+def _round_floats(obj: object, digits: int = 6) -> object:
+    """Computed peaks carry float noise (0.16615295999999996); JSON readers want 0.166153."""
+    if isinstance(obj, float):
+        return float(f"{obj:.{digits}g}")
+    if isinstance(obj, dict):
+        return {k: _round_floats(v, digits) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_round_floats(v, digits) for v in obj]
+    return obj
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
