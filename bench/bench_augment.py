@@ -6,6 +6,13 @@ side, each in its own subprocess; print wall time, peak RSS and the ratios.
 Peak RSS comes from ``/usr/bin/time -v`` when present, else from getrusage(RUSAGE_CHILDREN) of a
 fresh wrapper process per command (ru_maxrss is a maximum over all waited-for children, so each
 command gets its own wrapper).
+
+inductor-perf runs as ``python -c`` calling the CLI's ``main`` in-process (what the console script
+does), so that it can also report its own peak RSS and that of each worker it forked
+(``augment.WORKER_MAXRSS_KB``, from wait4): its peak RSS is the SUM of the parent's and the
+workers' peaks. /usr/bin/time alone would report the largest of them (Linux folds waited-for
+children into the child's ru_maxrss as a maximum, not a sum). A forked worker's RSS counts the pages
+it shares copy-on-write with the parent, so the sum over-counts what the two used together.
 """
 
 from __future__ import annotations
@@ -30,8 +37,21 @@ _WRAPPER = (
 )
 
 
+_OURS = (
+    "import json, resource, sys\n"
+    "from inductor_perf import augment, cli\n"
+    "rc = cli.main(sys.argv[1:])\n"
+    "me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+    "print('inductor-perf-rss: ' + json.dumps({'parent_kb': me, 'workers_kb': augment.WORKER_MAXRSS_KB}),"
+    " file=sys.stderr)\n"
+    "sys.exit(rc)\n"
+)
+_RSS_LINE = re.compile(r"inductor-perf-rss: (\{.*\})")
+
+
 def measure(cmd: list[str]) -> dict:
-    """Run ``cmd``; return rc, wall seconds, peak RSS in MB and the tail of stderr."""
+    """Run ``cmd``; return rc, wall seconds, peak RSS in MB and the tail of stderr. When the command
+    reports its own and its workers' peaks (``_OURS``), peak RSS is their sum."""
     t0 = time.perf_counter()
     if shutil.which("time") and os.path.exists("/usr/bin/time"):
         p = subprocess.run(["/usr/bin/time", "-v", *cmd], capture_output=True, text=True)
@@ -46,7 +66,14 @@ def measure(cmd: list[str]) -> dict:
         last = p.stderr.strip().splitlines()[-1]
         info = json.loads(last)
         rc, rss_kb, err = info["rc"], info["maxrss_kb"], p.stderr
-    return {"rc": rc, "wall_s": wall, "peak_rss_mb": rss_kb / 1024, "stderr_tail": err.strip()[-400:]}
+    out = {"rc": rc, "wall_s": wall, "peak_rss_mb": rss_kb / 1024, "stderr_tail": err.strip()[-400:]}
+    m = _RSS_LINE.search(p.stderr)
+    if m:
+        own = json.loads(m.group(1))
+        out["parent_rss_mb"] = own["parent_kb"] / 1024
+        out["workers_rss_mb"] = [kb / 1024 for kb in own["workers_kb"]]
+        out["peak_rss_mb"] = out["parent_rss_mb"] + sum(out["workers_rss_mb"])
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,9 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     size_mb = os.path.getsize(src) / 1e6
     ours_out = os.path.join(a.dir, "ours.augmented.json")
     up_out = os.path.join(a.dir, "upstream.augmented.json")
-    cli = shutil.which("inductor-perf", path=os.path.dirname(sys.executable)) or "inductor-perf"
     load_before = os.getloadavg()[0]
-    runs = {"inductor-perf augment": measure([cli, "augment", src, "-o", ours_out])}
+    runs = {"inductor-perf augment": measure([sys.executable, "-c", _OURS, "augment", src, "-o", ours_out])}
     if not a.skip_upstream:
         runs["upstream profile_analysis"] = measure(
             [sys.executable, "-m", "torch._inductor.analysis.profile_analysis", "--augment_trace", src, up_out,
@@ -81,7 +107,10 @@ def main(argv: list[str] | None = None) -> int:
           f"(the machine is shared: compare runs at similar load)")
     print(f"{'command':28s} {'rc':>3s} {'wall s':>8s} {'peak RSS MB':>12s}")
     for name, r in runs.items():
-        print(f"{name:28s} {r['rc']:3d} {r['wall_s']:8.1f} {r['peak_rss_mb']:12.0f}")
+        print(f"{name:28s} {r['rc']:3d} {r['wall_s']:8.2f} {r['peak_rss_mb']:12.0f}")
+        if "parent_rss_mb" in r:
+            workers = " + ".join(f"{w:.0f}" for w in r["workers_rss_mb"]) or "none"
+            print(f"  peak RSS = parent {r['parent_rss_mb']:.0f} + workers {workers} MB")
         if r["rc"] != 0:
             print(f"  stderr: {r['stderr_tail']}")
     if len(runs) == 2:

@@ -8,12 +8,15 @@ plain torch.profiler traces, from recorded shapes (:func:`costs_from_shapes`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 import math
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Mapping
@@ -428,6 +431,7 @@ class _Progress:
 
 
 _ARGS_MEMBER = re.compile(rb'"args"\s*:\s*\{')
+_ADDED_KEYS = frozenset(tf.ADDED_ARG_KEYS)
 
 FAST_PATH_MIN_BYTES = 50_000_000
 """Traces at least this large (on disk) are augmented by :func:`_augment_file_fast` when orjson
@@ -496,82 +500,413 @@ def _final_stats(astats: AugmentStats, stats: AugmentStats, note: str | None, no
     return astats
 
 
+PARALLEL_MIN_BYTES = FAST_PATH_MIN_BYTES
+"""On the fast path, traces at least this large (on disk) are worked on by two processes where
+``os.fork`` exists: a forked worker parses and indexes the later part of the events, then writes
+the later part of the output (not for ``.gz`` output), while this process does the earlier parts."""
+
+_JOIN_SHARE = 0.44
+"""The worker's share of the events to parse: a little under half, since it also pickles its index."""
+_WRITE_SHARE = 0.6
+"""The worker's share of the augmented events to write."""
+
+WORKER_MAXRSS_KB: list[int] = []
+"""Peak RSS (KB, from ``wait4``) of the workers forked by the latest fast-path run. A forked worker's
+RSS also counts the pages it still shares with its parent, so the parent's peak plus these is an
+upper bound on what the two used together."""
+
+
+class _WorkerGone(Exception):
+    """The worker died or closed its pipe before answering."""
+
+
+class _Worker:
+    """A forked helper for :func:`_augment_file_fast`; see :func:`_worker_main` for what it does.
+
+    The input bytes and span arrays are shared with it copy-on-write; what goes back and forth
+    (its join index, the costs of its events, three counters) is pickled through two pipes."""
+
+    def __init__(self, main: Callable[..., None], *args: Any) -> None:
+        """Fork; the child runs ``main(*args, rx, tx)`` with its ends of the pipes, then exits."""
+        p2c_r, p2c_w = os.pipe()
+        c2p_r, c2p_w = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError:
+            for fd in (p2c_r, p2c_w, c2p_r, c2p_w):
+                os.close(fd)
+            raise
+        if pid == 0:  # the worker: never returns into the caller's code
+            code = 1
+            try:
+                os.close(p2c_w)
+                os.close(c2p_r)
+                with os.fdopen(p2c_r, "rb") as rx, os.fdopen(c2p_w, "wb") as tx:
+                    main(*args, rx, tx)
+                code = 0
+            except BaseException:  # noqa: BLE001 - the parent sees the pipe close and does the work
+                pass
+            finally:
+                os._exit(code)
+        os.close(p2c_r)
+        os.close(c2p_w)
+        self.pid = pid
+        self.tx = os.fdopen(p2c_w, "wb")
+        self.rx = os.fdopen(c2p_r, "rb")
+
+    def send(self, obj: Any) -> None:
+        import pickle
+
+        try:
+            _put(self.tx, obj)
+        except (OSError, pickle.PicklingError, TypeError) as e:  # BrokenPipeError: the worker is gone
+            raise _WorkerGone() from e
+
+    def recv(self) -> Any:
+        try:
+            return _get(self.rx)
+        except (OSError, EOFError) as e:
+            raise _WorkerGone() from e
+
+    def close(self, kill: bool = False) -> None:
+        """Close both pipes (a worker waiting for work then exits) and reap the worker; ``kill``
+        first stops it (its work is no longer wanted)."""
+        if kill:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+        for f in (self.tx, self.rx):
+            try:
+                f.close()
+            except OSError:
+                pass
+        _pid, status, usage = os.wait4(self.pid, 0)
+        WORKER_MAXRSS_KB.append(usage.ru_maxrss)
+        if status != 0:
+            log.info("fast-path worker exited with status %s", status)
+
+
+def _put(f: Any, obj: Any) -> None:
+    import pickle
+
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(len(data).to_bytes(8, "little"))
+    f.write(data)
+    f.flush()
+
+
+def _get(f: Any) -> Any:
+    import pickle
+
+    head = f.read(8)
+    if len(head) != 8:
+        raise EOFError("pipe closed")
+    size = int.from_bytes(head, "little")
+    data = f.read(size)
+    if len(data) != size:
+        raise EOFError("pipe closed")
+    return pickle.loads(data)
+
+
+def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: Any, tx: Any) -> None:
+    """In the forked worker: split the events array from ``cut`` (:func:`trace_format.event_cut`)
+    to its end, take the number of events before the cut from the parent, index its events under
+    their global numbers and send back the spans and the join state (None: the layout is not the
+    expected one); then parse its kernels while the parent finishes the join, and, if asked, write
+    the later part of the output to a file."""
+    from array import array
+
+    from .shape_costs import CostJoin
+
+    last = tf.split_last_events(raw, cut - 1)
+    framed = None if last is None else tf.framed_split(raw, gz, start, last[2], last[0], last[1])
+    base = _get(rx)
+    if framed is None or last is None:
+        _put(tx, None)
+        return
+    starts, ends, end = last
+    if device is None:
+        device, _note = device_from_trace(framed.header)
+    del framed
+    part = CostJoin(load=lambda i: None)  # a load function: flows are only remembered by position
+    if not _join_range(raw, starts, ends, 0, len(starts), part, base):
+        _put(tx, None)
+        return
+    _put(tx, (end, starts.tobytes(), ends.tobytes(), part.state()))
+    # While the parent merges and finishes the join: parse the kernels, which most augmented
+    # events are, for the write.
+    pre = _preparse(raw, starts, ends, part.kernels, base)
+    del part
+    job = _get(rx)
+    if job is None:
+        return
+    costs, tmp, starts_before, ends_before = job
+    starts_all, ends_all = array("q"), array("q")
+    starts_all.frombytes(starts_before)
+    ends_all.frombytes(ends_before)
+    if len(starts_all) != base:
+        raise AssertionError("span count mismatch")  # the parent then writes this part itself
+    starts_all.extend(starts)
+    ends_all.extend(ends)
+    starts, ends, base = starts_all, ends_all, 0
+    del starts_before, ends_before
+    astats = AugmentStats()
+    with open(tmp, "wb") as out:
+        at = _emit(raw, starts, ends, sorted(costs), costs, device, astats, out, -1, None, pre, base)
+        out.write(memoryview(raw)[at:])
+    _put(tx, (astats.events_augmented, astats.nonpositive_dur, astats.peaks_known))
+
+
+def _join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, base: int = 0) -> bool:
+    """Parse events ``lo..hi-1`` of the spans and feed them to ``join`` as events ``base + i``; False
+    when one is not a JSON object (a split inside a string, NaN/Infinity...: the full path decides)."""
+    import orjson
+
+    loads = orjson.loads
+    add, later = join.add, join.flows_later
+    try:
+        for i in range(lo, hi):
+            ev = loads(raw[starts[i]:ends[i]])
+            if type(ev) is not dict:
+                return False
+            ph = ev.get("ph")
+            if ph == "X":
+                add(i + base, ev)
+            elif ph == "s" or ph == "f":
+                later.append(i + base)  # parsed again in finish() only if a kernel needs flows
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
 def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> AugmentStats | None:
     """Augment ``src`` into ``dst`` without holding every event as a dict, or None (nothing written)
     when the file's layout is not the one :func:`trace_format.split_trace_file` expects.
 
     Pass 1 parses each event's bytes and keeps only what the cost join reads; pass 2 copies the
-    bytes of unchanged events and re-encodes the augmented ones.
+    bytes of unchanged events and re-encodes the augmented ones. Large inputs share both passes
+    with a forked worker (:data:`PARALLEL_MIN_BYTES`).
     """
     import orjson
 
     from .shape_costs import CostJoin
 
     show("loading")
-    split = tf.split_trace_file(src)
-    if split is None:
+    read = tf.read_trace_bytes(src)
+    if read is None:
         return None
-    raw, starts, ends = split.raw, split.starts, split.ends
-    n = len(split)
-    show("attributing")
-    loads = orjson.loads
-    join = CostJoin(load=lambda i: loads(raw[starts[i]:ends[i]]))
-    add, later = join.add, join.flows_later
+    raw, gz = read
+    start = tf.events_array_start(raw)
+    if start is None:
+        return None
+    WORKER_MAXRSS_KB.clear()
+    worker = None
+    cut = None
+    # Only from a single-threaded process: a fork copies no other thread, and a lock one of them
+    # held (an import, a logging handler) would stay held in the worker.
+    if hasattr(os, "fork") and threading.active_count() == 1 and os.path.getsize(src) >= PARALLEL_MIN_BYTES:
+        # The worker splits and parses the events after the cut; this process, those before it.
+        cut = tf.event_cut(raw, start, 1.0 - _JOIN_SHARE)
+        if cut is not None:
+            try:
+                worker = _Worker(_worker_main, raw, gz, start, cut, device)
+            except OSError as e:
+                log.info("no fast-path worker (%s); working in one process", e)
     try:
-        for i in range(n):
-            ev = loads(raw[starts[i]:ends[i]])
-            if type(ev) is not dict:
+        loads = orjson.loads
+        if worker is None or cut is None:
+            last = tf.split_last_events(raw, start)
+            if last is None:
                 return None
-            ph = ev.get("ph")
-            if ph == "X":
-                add(i, ev)
-            elif ph == "s" or ph == "f":
-                later.append(i)  # parsed again in finish() only if a kernel needs flows
+            starts, ends, end = last
+        else:
+            starts, ends = tf.split_events(raw, start, cut)
+            end = -1
+            with contextlib.suppress(_WorkerGone):  # a dead worker shows at recv() below
+                worker.send(len(starts))
+        show("attributing")
+        mid = len(starts)
+        join = CostJoin(load=lambda i: loads(raw[starts[i]:ends[i]]))
+        if not _join_range(raw, starts, ends, 0, mid, join):
+            return None
+        if worker is not None and cut is not None:
+            try:
+                got = worker.recv()
+            except _WorkerGone:
+                log.warning("the fast-path worker failed; parsing its part here")
+                worker.close()
+                worker = None
+                last = tf.split_last_events(raw, cut - 1)
+                if last is None:
+                    return None
+                starts.extend(last[0])
+                ends.extend(last[1])
+                end = last[2]
+                if not _join_range(raw, starts, ends, mid, len(starts), join):
+                    return None
+            else:
+                if got is None:
+                    return None
+                end = got[0]
+                starts.frombytes(got[1])
+                ends.frombytes(got[2])
+                join.merge(got[3])
+                del got
+        split = tf.framed_split(raw, gz, start, end, starts, ends)
+        if split is None:
+            return None
+        n = len(split)
+        note = None
+        if device is None:
+            device, note = device_from_trace(split.header)
+        if not n:
+            log.warning("%s: the trace has no events", src)
+        costs, stats = join.finish(n)
+        # Freeing the join's index takes a while: done once the worker has its part of the write.
+        held = [join]
+        del join
+        show("augmenting")
+        astats = AugmentStats(events=n)
+        astats.device_name = getattr(device, "name", None) if device is not None else None
+        todo = sorted(costs)
+        gz_out = dst.endswith(".gz")
+
+        def write(out: Any) -> None:
+            nonlocal worker
+            k = len(todo)
+            if worker is not None and not gz_out and k >= 2:
+                k -= int(k * _WRITE_SHARE)
+                later = {i: costs[i] for i in todo[k:]}
+                import tempfile
+
+                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(dst)),
+                                           prefix="." + os.path.basename(dst) + ".", suffix=".part")
+                os.close(fd)
+                try:
+                    try:
+                        # its part may begin before the cut: it gets the spans it lacks
+                        worker.send((later, tmp, starts[:mid].tobytes(), ends[:mid].tobytes()))
+                    except _WorkerGone:
+                        k = len(todo)
+                    held.clear()
+                    at = _emit(raw, starts, ends, todo[:k], costs, device, astats, out, 0, show)
+                    if k == len(todo):
+                        out.write(memoryview(raw)[at:])
+                        return
+                    out.write(memoryview(raw)[at:starts[todo[k]]])
+                    try:
+                        counts = worker.recv()
+                    except _WorkerGone:
+                        log.warning("the fast-path worker failed; writing its part here")
+                        at = _emit(raw, starts, ends, todo[k:], costs, device, astats, out, -1, None)
+                        out.write(memoryview(raw)[at:])
+                        return
+                    astats.events_augmented += counts[0]
+                    astats.nonpositive_dur += counts[1]
+                    astats.peaks_known = astats.peaks_known or counts[2]
+                    out.flush()
+                    _append_file(out, tmp)
+                finally:
+                    with contextlib.suppress(OSError):
+                        os.unlink(tmp)
+                return
+            if worker is not None:
+                with contextlib.suppress(_WorkerGone):
+                    worker.send(None)  # nothing for it to do
+                worker.close()
+                worker = None
+            at = _emit(raw, starts, ends, todo, costs, device, astats, out, 0, show)
+            out.write(memoryview(raw)[at:])
+
+        tf.write_atomic(dst, write)
+        if worker is not None:
+            worker.close()
+            worker = None
+    finally:
+        if worker is not None:  # given up on (fallback or error): stop it now
+            worker.close(kill=True)
+    return _final_stats(astats, stats, note, 0)
+
+
+def _append_file(out: Any, path: str) -> None:
+    """Append the file at ``path`` to the (flushed) binary file ``out``, in the kernel where it can."""
+    with open(path, "rb") as src:
+        size = os.fstat(src.fileno()).st_size
+        done = 0
+        copy = getattr(os, "copy_file_range", None)
+        try:
+            while copy is not None and done < size:
+                step = copy(src.fileno(), out.fileno(), size - done)
+                if step <= 0:
+                    break
+                done += step
+        except OSError:
+            pass
+        if done < size:
+            import shutil
+
+            src.seek(done)
+            out.seek(0, os.SEEK_END)
+            shutil.copyfileobj(src, out, 1 << 22)
+
+
+def _args_close(raw: bytes, ev: dict, s0: int, e0: int) -> int:
+    """Where the closing brace of the args dict of event ``ev`` (``raw[s0:e0]``) is in ``raw``, or -1
+    unless the args are a dict written as the event's last member (then our args can be spliced
+    in there)."""
+    import orjson
+
+    args = ev.get("args")
+    if type(args) is not dict or next(reversed(ev)) != "args" or not _ADDED_KEYS.isdisjoint(args):
+        return -1
+    close = raw.rfind(b"}", s0, e0 - 1)
+    if close <= s0 or raw[close + 1:e0 - 1].strip():
+        return -1
+    # The object ending there must be the value of a last `"args":` member and parse to the same
+    # dict (a duplicated key or a nested "args" fails this and the event is re-encoded instead).
+    k = raw.rfind(b'"args"', s0, close)
+    m = _ARGS_MEMBER.match(raw, k) if k > s0 and raw[k - 1] != 0x5C else None
+    if m is None:
+        return -1
+    try:
+        same = orjson.loads(raw[m.end() - 1:close + 1]) == args
     except orjson.JSONDecodeError:
-        # a split inside a string, NaN/Infinity...: the full path decides
-        return None
-    if not n:
-        log.warning("%s: the trace has no events", src)
-    costs, stats = join.finish(n)
-    del join
-    note = None
-    if device is None:
-        device, note = device_from_trace(split.header)
-    show("augmenting")
-    astats = AugmentStats(events=n)
-    astats.device_name = getattr(device, "name", None) if device is not None else None
+        return -1
+    return close if same else -1
+
+
+def _preparse(raw: bytes, starts: Any, ends: Any, indices: Any, base: int = 0) -> dict[int, tuple[dict, int]]:
+    """``{i: (event, _args_close(...))}`` for the events ``indices``: the worker does this for its
+    kernels while it waits for the costs (most of them get augmented)."""
+    import orjson
+
+    loads = orjson.loads
+    out = {}
+    for i in indices:
+        s0, e0 = starts[i - base], ends[i - base]
+        ev = loads(raw[s0:e0])
+        out[i] = (ev, _args_close(raw, ev, s0, e0))
+    return out
+
+
+def _emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int, EventCost], device: Any,
+          astats: AugmentStats, out: Any, at: int, show: _Progress | None,
+          pre: Mapping[int, tuple[dict, int]] | None = None, base: int = 0) -> int:
+    """Write the augmented events ``todo`` (ascending indices) to ``out`` with the input bytes
+    between them, starting from ``raw[at:]`` (``at`` -1: from the first event's start); return
+    where the input bytes still to copy begin. ``pre`` has some events already parsed (:func:`_preparse`); the spans of
+    event ``i`` are at ``i - base``."""
+    import orjson
+
+    loads = orjson.loads
     peak_cache: dict[tuple[Any, bool], float | None] = {}
     bandwidth = _bandwidth(device)
     enc = tf._encoder()
-    todo = sorted(costs)
-    added_keys = frozenset(tf.ADDED_ARG_KEYS)
     static: dict[int, tuple[EventCost, dict[str, Any], dict[str, Any], int, int]] = {}
     roofs: dict[tuple[int, float], str | None] = {}
     # The inline roofline is used where no ratio can overflow or underflow to 0 (classify's
     # _finite() checks are then no-ops); anything else goes through classify itself.
     bw_ok = bandwidth is not None and _IN_RANGE[0] <= bandwidth <= _IN_RANGE[1]
     scope_cats = tf.CPU_SCOPE_CATS
-
-    def args_close(ev: dict, s0: int, e0: int) -> int:
-        """Where the closing brace of the event's args dict is in ``raw``, or -1 unless the args
-        are a dict written as the event's last member (then our args can be spliced in there)."""
-        args = ev.get("args")
-        if type(args) is not dict or next(reversed(ev)) != "args" or not added_keys.isdisjoint(args):
-            return -1
-        close = raw.rfind(b"}", s0, e0 - 1)
-        if close <= s0 or raw[close + 1:e0 - 1].strip():
-            return -1
-        # The object ending there must be the value of a last `"args":` member and parse to the same
-        # dict (a duplicated key or a nested "args" fails this and the event is re-encoded instead).
-        k = raw.rfind(b'"args"', s0, close)
-        m = _ARGS_MEMBER.match(raw, k) if k > s0 and raw[k - 1] != 0x5C else None
-        if m is None:
-            return -1
-        try:
-            same = loads(raw[m.end() - 1:close + 1]) == args
-        except orjson.JSONDecodeError:
-            return -1
-        return close if same else -1
 
     def spliced(ev: dict, cost: EventCost) -> bytes:
         """Our args for ``ev`` as the bytes to insert before its args' closing brace."""
@@ -612,31 +947,32 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
         # body is "{...}": its inside goes in, after a comma unless the event's args are empty
         return body[1:-1] if not args else b"," + body[1:-1]
 
-    def write(out: Any) -> None:
-        # Everything between two augmented events is copied from the input as it is. An augmented
-        # event whose args come last gets our args spliced in before the args' closing brace
-        # (same JSON as re-encoding it, without copying the event); others are re-encoded one at
-        # a time (orjson's output keeps its ~4 KB buffer alive, so holding 150k of them would
-        # cost more than the whole input).
-        view = memoryview(raw)
-        at = 0
-        for done, i in enumerate(todo):
-            s0, e0 = starts[i], ends[i]
+    # Everything between two augmented events is copied from the input as it is. An augmented
+    # event whose args come last gets our args spliced in before the args' closing brace (same
+    # JSON as re-encoding it, without copying the event); others are re-encoded one at a time
+    # (orjson's output keeps its ~4 KB buffer alive, so holding 150k of them would cost more
+    # than the whole input).
+    view = memoryview(raw)
+    if at < 0:
+        at = starts[todo[0] - base] if todo else 0
+    for done, i in enumerate(todo):
+        s0, e0 = starts[i - base], ends[i - base]
+        got = pre.get(i) if pre else None
+        if got is None:
             ev = loads(raw[s0:e0])
-            cost = costs[i]
-            close = args_close(ev, s0, e0)
-            if close >= 0:
-                out.write(view[at:close])
-                out.write(spliced(ev, cost))
-                at = close
-            else:
-                out.write(view[at:s0])
-                out.write(enc(_augment_event(ev, cost, device, True, peak_cache, bandwidth, astats)))
-                at = e0
-            if done % 20_000 == 0:
-                show("writing", done / len(todo))
-        out.write(view[at:])
-        view.release()
-
-    tf.write_atomic(dst, write)
-    return _final_stats(astats, stats, note, 0)
+            close = _args_close(raw, ev, s0, e0)
+        else:
+            ev, close = got
+        cost = costs[i]
+        if close >= 0:
+            out.write(view[at:close])
+            out.write(spliced(ev, cost))
+            at = close
+        else:
+            out.write(view[at:s0])
+            out.write(enc(_augment_event(ev, cost, device, True, peak_cache, bandwidth, astats)))
+            at = e0
+        if show is not None and done % 20_000 == 0:
+            show("writing", done / len(todo))
+    view.release()
+    return at

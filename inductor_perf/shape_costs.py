@@ -669,6 +669,50 @@ class CostJoin:
         else:
             self.failed[i] = result
 
+    _STATE = ("by_thread", "end", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "runtime_by_loc",
+              "runtime_ext", "kernels", "flow_start", "flow_finish", "own", "failed", "recognized",
+              "flows_later")
+
+    def state(self) -> tuple:
+        """What :meth:`add` recorded, as plain containers (picklable; the op memo is left out):
+        another process's join over a later range of events hands this to :meth:`merge`."""
+        s = self.stats
+        counts = (s.device_kernels, s.cpu_ops, s.duplicate_external_ids, s.triton_costed)
+        return (counts, tuple(dict(self.by_thread) if n == "by_thread" else getattr(self, n)
+                              for n in self._STATE))
+
+    def merge(self, state: tuple) -> None:
+        """Take in the :meth:`state` of a join over events that all come after this one's, as if
+        :meth:`add` had been called on them here, in order."""
+        counts, parts = state
+        st = dict(zip(self._STATE, parts))
+        s = self.stats
+        s.device_kernels += counts[0]
+        s.cpu_ops += counts[1]
+        s.duplicate_external_ids += counts[2]
+        s.triton_costed += counts[3]
+        by_thread = self.by_thread
+        for key, items in st["by_thread"].items():
+            by_thread[key].extend(items)  # sorted in finish(); the event index makes every item unique
+        # Keyed by event index: the two ranges never share a key.
+        for n in ("end", "runtime_ext", "kernels", "own", "failed"):
+            getattr(self, n).update(st[n])
+        self.is_scope |= st["is_scope"]
+        self.recognized |= st["recognized"]
+        # Later events overwrite earlier ones in these, as add() does.
+        for n in ("runtime_by_corr", "runtime_by_loc", "flow_start", "flow_finish"):
+            getattr(self, n).update(st[n])
+        self.flows_later.extend(st["flows_later"])
+        # An External id first seen in the later range is a duplicate when this range has it.
+        mine, dup = self.ext_to_op, self.dup_ext
+        for k, i in st["ext_to_op"].items():
+            if k in mine:
+                dup.add(k)
+                s.duplicate_external_ids += 1
+            else:
+                mine[k] = i
+        dup |= st["dup_ext"]
+
     def _add_flow(self, ph: str, ev: dict) -> None:
         cat = ev.get("cat")
         if not isinstance(cat, str) or cat.lower() not in tf.FLOW_CATS:

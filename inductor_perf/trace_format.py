@@ -339,45 +339,106 @@ def split_trace_file(path: str | os.PathLike) -> SplitTrace | None:
     unparseable frame around the array).
 
     Errors reading the file (missing, corrupt gzip) raise TraceFormatError as :func:`read_trace` does.
+    The steps are public so that two processes can split the two halves of the array
+    (:func:`events_array_start`, :func:`event_cut`, :func:`split_events`, :func:`split_last_events`,
+    :func:`framed_split`); this is them in one process.
     """
-    orjson = _orjson()
-    if orjson is None:
+    read = read_trace_bytes(path)
+    if read is None:
         return None
-    from array import array
+    raw, gz = read
+    start = events_array_start(raw)
+    if start is None:
+        return None
+    last = split_last_events(raw, start)
+    if last is None:
+        return None
+    starts, ends, end = last
+    return framed_split(raw, gz, start, end, starts, ends)
 
-    p = os.fspath(path)
-    raw, gz = _read_bytes(p)
+
+def read_trace_bytes(path: str | os.PathLike) -> tuple[bytes, bool] | None:
+    """The file's (decompressed) bytes and whether it was gzipped; None without orjson (the split
+    path needs it)."""
+    if _orjson() is None:
+        return None
+    return _read_bytes(os.fspath(path))
+
+
+def events_array_start(raw: bytes) -> int | None:
+    """Where the first element of the one ``"traceEvents"`` array begins, or None."""
     if raw.count(b'"traceEvents"') != 1:
         return None
     m = _EVENTS_KEY.search(raw)
-    if m is None:
-        return None
-    starts, ends = array("q"), array("q")
-    start = m.end()
+    return None if m is None else m.end()
+
+
+def event_cut(raw: bytes, start: int, fraction: float) -> int | None:
+    """A position splitting the array that begins at ``start`` about ``fraction`` of the way through
+    the file's remaining bytes, between two events (the end of a separator match), or None.
+
+    Every separator match found from there is one that :func:`split_events` from ``start`` would
+    find as well (a match's inside holds no "}", so no match can start inside another): splitting
+    ``[start, cut)`` and ``[cut - 1, ...)`` separately gives the same spans as splitting once.
+    None for an empty array (whatever follows it is the header)."""
     if _CLOSE.match(raw, start) is not None:
-        end = start  # empty array
-    else:
-        add_start, add_end = starts.append, ends.append
-        for sep in _EVENT_SEP.finditer(raw, start):
-            add_start(start)
-            add_end(sep.start() + 1)
-            start = sep.end() - 1
-        # The last element: find its end with a real parser (it is followed by "]" and the
-        # rest of the header, where a "}," may legitimately appear).
-        try:
-            text = raw[start:].decode("utf-8")
-            _, end_char = json.JSONDecoder().raw_decode(text)
-        except (UnicodeDecodeError, ValueError, RecursionError):
-            return None
-        end = start + len(text[:end_char].encode("utf-8"))
-        del text
+        return None
+    m = _EVENT_SEP.search(raw, start + int((len(raw) - start) * fraction))
+    return None if m is None else m.end()
+
+
+def split_events(raw: bytes, start: int, stop: int) -> tuple["array[int]", "array[int]"]:
+    """The spans of the events from ``start`` up to the cut ``stop`` (from :func:`event_cut`): the
+    event after them begins at ``stop - 1``."""
+    from array import array
+
+    starts, ends = array("q"), array("q")
+    add_start, add_end = starts.append, ends.append
+    for sep in _EVENT_SEP.finditer(raw, start, stop):
         add_start(start)
-        add_end(end)
+        add_end(sep.start() + 1)
+        start = sep.end() - 1
+    return starts, ends
+
+
+def split_last_events(raw: bytes, start: int) -> tuple["array[int]", "array[int]", int] | None:
+    """The spans of the events from ``start`` to the end of the array, and where the last one ends
+    (``start`` for an empty array); None when the last element does not parse."""
+    from array import array
+
+    starts, ends = array("q"), array("q")
+    if _CLOSE.match(raw, start) is not None:
+        return starts, ends, start  # empty array
+    add_start, add_end = starts.append, ends.append
+    for sep in _EVENT_SEP.finditer(raw, start):
+        add_start(start)
+        add_end(sep.start() + 1)
+        start = sep.end() - 1
+    # The last element: find its end with a real parser (it is followed by "]" and the
+    # rest of the header, where a "}," may legitimately appear).
+    try:
+        text = raw[start:].decode("utf-8")
+        _, end_char = json.JSONDecoder().raw_decode(text)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return None
+    end = start + len(text[:end_char].encode("utf-8"))
+    del text
+    add_start(start)
+    add_end(end)
+    return starts, ends, end
+
+
+def framed_split(raw: bytes, gz: bool, start: int, end: int, starts: "array[int]",
+                 ends: "array[int]") -> SplitTrace | None:
+    """The :class:`SplitTrace` of events ``starts``/``ends`` in the array from ``start`` (from
+    :func:`events_array_start`) whose last element ends at ``end``, or None when what is around the
+    array does not parse as the trace's object."""
+    orjson = _orjson()
     close = _CLOSE.match(raw, end)
-    if close is None:
+    if close is None or orjson is None:
         return None
     try:
-        header = orjson.loads(raw[:m.end()] + raw[close.end() - 1:])
+        header = orjson.loads(raw[:start] + raw[close.end() - 1:])
     except orjson.JSONDecodeError:
         return None
     if not isinstance(header, dict) or header.get("traceEvents") != []:

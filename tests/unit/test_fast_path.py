@@ -34,6 +34,17 @@ def _load(path: str):
         return json.load(f)
 
 
+@pytest.fixture(autouse=True, params=["one_process", "two_processes"])
+def processes(request, monkeypatch):
+    """Every test runs with the fast path in one process and with its forked worker forced on
+    (the worker normally starts only for files of PARALLEL_MIN_BYTES or more)."""
+    two = request.param == "two_processes"
+    if two and not hasattr(os, "fork"):
+        pytest.skip("no os.fork here")
+    monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0 if two else 1 << 62)
+    return two
+
+
 def _both(src, tmp_path, ext=".json"):
     """Augment ``src`` with the full path and the fast path; return both outputs and stats."""
     full, fast = str(tmp_path / ("full" + ext)), str(tmp_path / ("fast" + ext))
@@ -288,3 +299,71 @@ def test_inline_roofline_equals_classify_on_a_sweep():
     got = A._args_inline(head, tail, 2 * 4096 ** 3, 6 * 4096 ** 2, 200.0, 989.5, 3350.0,
                          A._roof(2 * 4096 ** 3, 6 * 4096 ** 2, 989.5, 3350.0))
     assert got["roofline_bound"] == "compute" and round(got["achieved_flops_pct"], 1) == 69.4
+
+
+def test_worker_really_shares_the_work(generated, tmp_path, processes):
+    # Two processes: one worker forked, and reaped (its peak RSS recorded); one process: none.
+    full, fast, s_full, s_fast = _both(generated, tmp_path)
+    assert fast == full and s_fast == s_full
+    assert len(A.WORKER_MAXRSS_KB) == (1 if processes else 0)
+    assert all(kb > 0 for kb in A.WORKER_MAXRSS_KB)
+
+
+def _dup_ext_trace(tmp_path, n_ops: int) -> str:
+    # n_ops aten::mm ops one after the other on one thread, each launching one kernel, and every
+    # op carrying External id 5: all but the first are duplicates, wherever the worker's part starts.
+    evs = []
+    for j in range(n_ops):
+        ts = 100 * j
+        evs.append('{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":%d,"dur":20,'
+                   '"args":{"External id":5,"Input Dims":[[4,8],[8,2]],"Input type":["float","float"],'
+                   '"Concrete Inputs":["",""]}}' % ts)
+        evs.append(_runtime(1000 + j, ts + 5))
+        evs.append('{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":%d,"dur":4,'
+                   '"args":{"correlation":%d,"External id":5}}' % (ts + 30, 1000 + j))
+    return _write(tmp_path, '{"traceEvents":[\n%s]}' % ",\n".join(evs))
+
+
+def test_duplicate_external_ids_across_the_split(tmp_path):
+    # 7 ops with the same External id: 6 duplicates (hand count), however the events are split.
+    src = _dup_ext_trace(tmp_path, 7)
+    full, fast, s_full, s_fast = _both(src, tmp_path)
+    assert fast == full and s_fast == s_full
+    assert s_fast.duplicate_external_ids == 6
+    # each kernel still gets its own op's cost through its correlation: 2*4*8*2 FLOPs
+    assert sum(1 for e in fast["traceEvents"] if e["args"].get(tf.KERNEL_FLOP) == 128) == 7
+
+
+def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch, processes, caplog):
+    # A worker that dies before answering, or after sending its index but before writing: the
+    # parent does that work itself and writes the same JSON. (Forced on in both parametrizations.)
+    monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0)
+    full = str(tmp_path / "full.json")
+    A.augment_file(generated, full, fast=False)
+    real = A._worker_main
+
+    def dies_at_once(*a):
+        raise RuntimeError("worker gone")
+
+    def dies_before_writing(raw, gz, start, cut, device, rx, tx):
+        # does its part of the split and the join as the real one does, then dies
+        from inductor_perf.shape_costs import CostJoin
+
+        starts, ends, end = tf.split_last_events(raw, cut - 1)
+        base = A._get(rx)
+        part = CostJoin(load=lambda i: None)
+        assert A._join_range(raw, starts, ends, 0, len(starts), part, base)
+        A._put(tx, (end, starts.tobytes(), ends.tobytes(), part.state()))
+        A._get(rx)
+        raise RuntimeError("worker gone")
+
+    for fake, said in ((dies_at_once, "parsing its part here"), (dies_before_writing, "writing its part here")):
+        caplog.clear()
+        monkeypatch.setattr(A, "_worker_main", fake)
+        out = str(tmp_path / (fake.__name__ + ".json"))
+        A.augment_file(generated, out, fast=True)
+        assert _load(out) == _load(full)
+        assert said in caplog.text
+        assert len(A.WORKER_MAXRSS_KB) == 1  # it was forked and reaped
+    monkeypatch.setattr(A, "_worker_main", real)
+    assert not [f for f in os.listdir(tmp_path) if f.endswith((".part", ".tmp"))]  # no leftovers
