@@ -38,9 +38,15 @@ def _load(path: str):
 def processes(request, monkeypatch):
     """Every test runs with the fast path in one process and with its forked worker forced on
     (the worker normally starts only for files of PARALLEL_MIN_BYTES or more)."""
+    import threading
+
     two = request.param == "two_processes"
     if two and not hasattr(os, "fork"):
         pytest.skip("no os.fork here")
+    # augment forks only from a single-threaded process; pyproject runs tests/unit before the
+    # integration tests, whose compiles leave Inductor's worker threads behind.
+    assert threading.active_count() == 1, (
+        "run tests/unit before tests that start threads (pyproject's testpaths order does)")
     monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0 if two else 1 << 62)
     return two
 
