@@ -22,24 +22,12 @@ import tempfile
 CHILD = r"""
 import json, sys, time
 import torch
-import torch.nn as nn
-import torch.nn.functional as F
 
-class Block(nn.Module):
-    def __init__(self, e=64, h=4):
-        super().__init__()
-        self.h = h
-        self.ln1, self.ln2 = nn.LayerNorm(e), nn.LayerNorm(e)
-        self.qkv, self.proj = nn.Linear(e, 3 * e), nn.Linear(e, e)
-        self.fc1, self.fc2 = nn.Linear(e, 4 * e), nn.Linear(4 * e, e)
-    def forward(self, x):
-        b, s, e = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.h, e // self.h).permute(2, 0, 3, 1, 4).unbind(0)
-        x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, e))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+sys.path.insert(0, sys.argv[2])
+from models import Block  # bench/models.py
 
 torch.manual_seed(0)
-model, x = Block(), torch.randn(4, 32, 64)
+model, x = Block(e=64), torch.randn(4, 32, 64)
 compiled = torch.compile(model, backend=sys.argv[1])
 t0 = time.perf_counter()
 compiled(x).sum().backward()
@@ -55,7 +43,8 @@ def one(backend: str) -> float:
     with tempfile.TemporaryDirectory(prefix="bench_compile_") as cache:
         env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
         env.pop("INDUCTOR_PERF_TRACE_DIR", None)
-        proc = subprocess.run([sys.executable, "-c", CHILD, backend], env=env, capture_output=True,
+        proc = subprocess.run([sys.executable, "-c", CHILD, backend, os.path.dirname(os.path.abspath(__file__))],
+                              env=env, capture_output=True,
                               text=True, timeout=600)
     for line in proc.stdout.splitlines():
         if line.startswith("JSON:"):

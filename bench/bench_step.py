@@ -26,7 +26,9 @@ os.environ.pop("INDUCTOR_PERF_TRACE_DIR", None)  # "auto" must mean off for the 
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from models import Block  # noqa: E402  (bench/models.py: the block the benches share)
 
 
 class Tiny(nn.Module):
@@ -38,23 +40,6 @@ class Tiny(nn.Module):
 
     def forward(self, x):
         return self.fc2(torch.relu(self.fc1(x)))
-
-
-class Block(nn.Module):
-    """A transformer block: milliseconds per step."""
-
-    def __init__(self, e: int = 128, h: int = 4) -> None:
-        super().__init__()
-        self.h = h
-        self.ln1, self.ln2 = nn.LayerNorm(e), nn.LayerNorm(e)
-        self.qkv, self.proj = nn.Linear(e, 3 * e), nn.Linear(e, e)
-        self.fc1, self.fc2 = nn.Linear(e, 4 * e), nn.Linear(4 * e, e)
-
-    def forward(self, x):
-        b, s, e = x.shape
-        q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.h, e // self.h).permute(2, 0, 3, 1, 4).unbind(0)
-        x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, e))
-        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
 VARIANTS = {
