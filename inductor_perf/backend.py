@@ -123,12 +123,8 @@ def _kernel_profile_wanted(ours: Mapping[str, Any]) -> bool:
     kp = ours.get("inductor_perf.kernel_profile", "auto")
     if kp != "auto":
         return bool(kp)
-    if env.get_str(env.TRACE_DIR):
-        return True
-    try:
-        from .capture import capture_requested
-    except ImportError:
-        return False
+    from .capture import capture_requested  # also true when INDUCTOR_PERF_TRACE_DIR is set
+
     return capture_requested()
 
 

@@ -73,9 +73,6 @@ _VIEW_OPS = frozenset({
 _CPU_CATS = frozenset({"cpu_op", "operator", "user_annotation", "python_function"})
 
 
-op_name = aten_op_name  # the eager spelling of an op (see inductor_perf.tags.aten_op_name)
-
-
 # --- units: the outermost op / kernel events of a trace ------------------------------------------
 @dataclass
 class Unit:
@@ -798,7 +795,7 @@ def _dominant_module(tag: Any) -> tuple[str | None, tuple[str, ...]]:
     """The module with most of a kernel's non-view nodes, and the other modules it has nodes of."""
     counts: dict[str, int] = {}
     for node in tag.nodes:
-        op = op_name(node.original_aten or node.target)
+        op = aten_op_name(node.original_aten or node.target)
         if node.module_path is None or op in _VIEW_OPS:
             continue
         counts[node.module_path] = counts.get(node.module_path, 0) + 1
@@ -806,11 +803,6 @@ def _dominant_module(tag: Any) -> tuple[str | None, tuple[str, ...]]:
         return tag.module_path, ()
     best = max(counts, key=lambda m: counts[m])  # first of the most frequent (dicts keep order)
     return best, tuple(m for m in counts if m != best)
-
-
-def tag_ops(tag: Any) -> tuple[str, ...]:
-    """The eager ops a kernel's FX nodes came from (see ``KernelTag.eager_ops``)."""
-    return tag.eager_ops
 
 
 def _kernel_infos(trace: dict, costs: Mapping[int, Any]) -> dict[int, dict[str, Any]]:
@@ -833,8 +825,8 @@ def _kernel_infos(trace: dict, costs: Mapping[int, Any]) -> dict[int, dict[str, 
         if t is None:
             continue
         module, also = _dominant_module(t)
-        node_keys = tuple((n.module_path, op_name(n.original_aten or n.target) or "", n.source) for n in t.nodes)
-        infos[i] = {"module": module, "also_modules": also, "ops": tag_ops(t), "kernel": t.kernel_name,
+        node_keys = tuple((n.module_path, aten_op_name(n.original_aten or n.target) or "", n.source) for n in t.nodes)
+        infos[i] = {"module": module, "also_modules": also, "ops": t.eager_ops, "kernel": t.kernel_name,
                     "node_keys": node_keys,
                     "source": t.source}
     return infos

@@ -86,8 +86,9 @@ def _split(cost: EventCost, weights: list[float]) -> list[EventCost]:
     """Share one op's cost among the device kernels it launched, by duration."""
     import dataclasses
 
-    total = sum(weights) or float(len(weights))
-    shares = [(w if sum(weights) else 1.0) / total for w in weights]
+    total = sum(weights)
+    # Kernels without durations share equally.
+    shares = [w / total for w in weights] if total else [1.0 / len(weights)] * len(weights)
     out = []
     acc = [0, 0, 0, 0]
     fields = ("flops", "matmul_flops", "bytes_read", "bytes_written")

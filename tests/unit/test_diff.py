@@ -10,7 +10,8 @@ import json
 import pytest
 
 from inductor_perf.comparison import (GRAD_ACCUM, OUTSIDE_MODEL, UNATTRIBUTED, compare_units, diff_files,
-                                   diff_traces, op_name, trace_units)
+                                   diff_traces, trace_units)
+from inductor_perf.tags import aten_op_name as op_name
 from inductor_perf.errors import InductorPerfError
 from inductor_perf.trace_format import save_trace
 
