@@ -505,15 +505,25 @@ PARALLEL_MIN_BYTES = FAST_PATH_MIN_BYTES
 ``os.fork`` exists: a forked worker parses and indexes the later part of the events, then writes
 the later part of the output (not for ``.gz`` output), while this process does the earlier parts."""
 
-_JOIN_SHARE = 0.44
+_JOIN_SHARE = 0.47
 """The worker's share of the events to parse: a little under half, since it also pickles its index."""
-_WRITE_SHARE = 0.6
+_WRITE_SHARE = 0.57
 """The worker's share of the augmented events to write."""
 
 WORKER_MAXRSS_KB: list[int] = []
 """Peak RSS (KB, from ``wait4``) of the workers forked by the latest fast-path run. A forked worker's
 RSS also counts the pages it still shares with its parent, so the parent's peak plus these is an
 upper bound on what the two used together."""
+
+
+_T0 = [0.0]
+
+
+def _mark(what: str) -> None:
+    """Debug log of the fast path's stages (``inductor-perf -v augment``): seconds since it began, per process."""
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("fast path [%s] %.3f s: %s", "worker" if _T0[0] < 0 else "main",
+                  time.perf_counter() - abs(_T0[0]), what)
 
 
 class _WorkerGone(Exception):
@@ -617,8 +627,11 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
 
     from .shape_costs import CostJoin
 
-    last = tf.split_last_events(raw, cut - 1)
+    _T0[0] = -abs(_T0[0])
+    _mark("worker started")
+    last = None if tf.events_key_in(raw, cut - 1, len(raw)) else tf.split_last_events(raw, cut - 1)
     framed = None if last is None else tf.framed_split(raw, gz, start, last[2], last[0], last[1])
+    _mark("worker split")
     base = _get(rx)
     if framed is None or last is None:
         _put(tx, None)
@@ -627,15 +640,18 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     if device is None:
         device, _note = device_from_trace(framed.header)
     del framed
-    part = CostJoin(load=lambda i: None)  # a load function: flows are only remembered by position
+    part = CostJoin(load=lambda i: None)  # never finished here: the parent reads events back
     if not _join_range(raw, starts, ends, 0, len(starts), part, base):
         _put(tx, None)
         return
+    _mark("worker indexed")
     _put(tx, (end, starts.tobytes(), ends.tobytes(), part.state()))
+    _mark("worker sent index")
     # While the parent merges and finishes the join: parse the kernels, which most augmented
     # events are, for the write.
     pre = _preparse(raw, starts, ends, part.kernels, base)
     del part
+    _mark("worker pre-parsed kernels")
     job = _get(rx)
     if job is None:
         return
@@ -649,10 +665,12 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     ends_all.extend(ends)
     starts, ends, base = starts_all, ends_all, 0
     del starts_before, ends_before
+    _mark("worker got costs")
     astats = AugmentStats()
-    with open(tmp, "wb") as out:
+    with open(tmp, "wb", buffering=tf._WRITE_BUFFER) as out:
         at = _emit(raw, starts, ends, sorted(costs), costs, device, astats, out, -1, None, pre, base)
         out.write(memoryview(raw)[at:])
+    _mark("worker wrote its part")
     _put(tx, (astats.events_augmented, astats.nonpositive_dur, astats.peaks_known))
 
 
@@ -686,18 +704,32 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
     bytes of unchanged events and re-encodes the augmented ones. Large inputs share both passes
     with a forked worker (:data:`PARALLEL_MIN_BYTES`).
     """
+    _T0[0] = time.perf_counter()
+    show("loading")
+    read = tf.read_trace_bytes(src, map_file=True)
+    if read is None:
+        return None
+    raw, gz = read
+    try:
+        return _augment_raw(raw, gz, src, dst, device, show)
+    finally:
+        if not isinstance(raw, bytes):
+            with contextlib.suppress(BufferError):  # a view still open: the map goes with the last one
+                raw.close()
+
+
+def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Progress) -> AugmentStats | None:
+    """:func:`_augment_file_fast` on the text of ``src`` (bytes, or a read-only map of the file)."""
     import orjson
 
     from .shape_costs import CostJoin
 
-    show("loading")
-    read = tf.read_trace_bytes(src)
-    if read is None:
-        return None
-    raw, gz = read
-    start = tf.events_array_start(raw)
+    # The text "traceEvents" must occur once: this process looks for a second one up to the cut,
+    # the worker after it.
+    start = tf.events_array_start(raw, unique=False)
     if start is None:
         return None
+    _mark("read")
     WORKER_MAXRSS_KB.clear()
     worker = None
     cut = None
@@ -714,20 +746,26 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
     try:
         loads = orjson.loads
         if worker is None or cut is None:
+            if tf.events_key_in(raw, start, len(raw)):
+                return None
             last = tf.split_last_events(raw, start)
             if last is None:
                 return None
             starts, ends, end = last
         else:
+            if tf.events_key_in(raw, start, cut - 1):
+                return None
             starts, ends = tf.split_events(raw, start, cut)
             end = -1
             with contextlib.suppress(_WorkerGone):  # a dead worker shows at recv() below
                 worker.send(len(starts))
+        _mark("split")
         show("attributing")
         mid = len(starts)
         join = CostJoin(load=lambda i: loads(raw[starts[i]:ends[i]]))
         if not _join_range(raw, starts, ends, 0, mid, join):
             return None
+        _mark("indexed")
         if worker is not None and cut is not None:
             try:
                 got = worker.recv()
@@ -735,7 +773,7 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
                 log.warning("the fast-path worker failed; parsing its part here")
                 worker.close()
                 worker = None
-                last = tf.split_last_events(raw, cut - 1)
+                last = None if tf.events_key_in(raw, cut - 1, len(raw)) else tf.split_last_events(raw, cut - 1)
                 if last is None:
                     return None
                 starts.extend(last[0])
@@ -749,8 +787,10 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
                 end = got[0]
                 starts.frombytes(got[1])
                 ends.frombytes(got[2])
+                _mark("received the worker's index")
                 join.merge(got[3])
                 del got
+                _mark("merged")
         split = tf.framed_split(raw, gz, start, end, starts, ends)
         if split is None:
             return None
@@ -761,7 +801,8 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
         if not n:
             log.warning("%s: the trace has no events", src)
         costs, stats = join.finish(n)
-        # Freeing the join's index takes a while: done once the worker has its part of the write.
+        _mark("joined")
+        # Freeing the join's index takes a while: done while the worker writes its part.
         held = [join]
         del join
         show("augmenting")
@@ -787,12 +828,18 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
                         worker.send((later, tmp, starts[:mid].tobytes(), ends[:mid].tobytes()))
                     except _WorkerGone:
                         k = len(todo)
-                    held.clear()
+                    _mark("sent the worker its costs")
                     at = _emit(raw, starts, ends, todo[:k], costs, device, astats, out, 0, show)
+                    _mark("wrote the first part")
                     if k == len(todo):
                         out.write(memoryview(raw)[at:])
                         return
                     out.write(memoryview(raw)[at:starts[todo[k]]])
+                    # While the worker writes: the first part starts going to disk (the fsync
+                    # before the rename then has less left to wait for), and the join's index is freed.
+                    out.flush()
+                    syncing = _start_sync(out.fileno())
+                    held.clear()
                     try:
                         counts = worker.recv()
                     except _WorkerGone:
@@ -805,6 +852,8 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
                     astats.peaks_known = astats.peaks_known or counts[2]
                     out.flush()
                     _append_file(out, tmp)
+                    _mark("appended the worker's part")
+                    syncing.join()
                 finally:
                     with contextlib.suppress(OSError):
                         os.unlink(tmp)
@@ -818,6 +867,7 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
             out.write(memoryview(raw)[at:])
 
         tf.write_atomic(dst, write)
+        _mark("renamed")
         if worker is not None:
             worker.close()
             worker = None
@@ -825,6 +875,18 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
         if worker is not None:  # given up on (fallback or error): stop it now
             worker.close(kill=True)
     return _final_stats(astats, stats, note, 0)
+
+
+def _start_sync(fd: int) -> threading.Thread:
+    """Start writing the file's data so far to disk in a thread (errors are left to the final fsync)."""
+
+    def sync() -> None:
+        with contextlib.suppress(OSError):
+            getattr(os, "fdatasync", os.fsync)(fd)
+
+    t = threading.Thread(target=sync, name="inductor-perf-sync", daemon=True)
+    t.start()
+    return t
 
 
 def _append_file(out: Any, path: str) -> None:

@@ -18,6 +18,7 @@ import logging
 import math
 import sys
 import threading
+from array import array
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -486,7 +487,7 @@ def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
     """
     tf.validate_trace(trace)
     events = trace["traceEvents"]
-    join = CostJoin()
+    join = CostJoin(load=events.__getitem__)
     add = join.add
     for i, ev in enumerate(events):
         if isinstance(ev, dict):
@@ -541,46 +542,41 @@ def _cat_kind(cat: Any) -> int:
 
 class CostJoin:
     """:func:`costs_from_shapes` one event at a time: ``add(i, event)`` for each dict event in
-    order, then ``finish(n_events)``. Keeps only what the join needs, not the events, so a caller
-    that parses events one by one never has to hold them all."""
+    order, then ``finish(n_events)``. Keeps only what the join of most traces reads, not the events,
+    so a caller that parses events one by one never has to hold them all.
 
-    def __init__(self, load: Callable[[int], dict] | None = None) -> None:
-        """``load(i)`` (optional) parses event ``i`` again: with it, flow events are only indexed by
-        position and parsed in :meth:`finish` when some kernel's correlation does not name its
-        runtime call (the usual Kineto trace never needs them)."""
+    ``load(i)`` gives event ``i`` again (parsed anew, or from the caller's list). :meth:`finish`
+    reads back with it what only some traces need: flow events (when a kernel's correlation names no
+    runtime call), a kernel's location (for those flows) and a runtime call's External id (when its
+    launching op cannot be found by nesting).
+    """
+
+    def __init__(self, load: Callable[[int], Any]) -> None:
         self.stats = AugmentStats()
+        # (pid, tid) -> [(ts, -dur, i)] of CPU ops, other CPU scopes and runtime calls
         self.by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
-        self.end: dict[int, float] = {}
         self.is_scope: set[int] = set()
         self.ext_to_op: dict[Any, int] = {}
         self.dup_ext: set[Any] = set()
         self.runtime_by_corr: dict[Any, int] = {}
-        self.runtime_by_loc: dict[tuple[Any, Any, float], int] = {}
-        self.runtime_ext: dict[int, Any] = {}
-        # kernel index -> (correlation, (pid, tid, ts), External id, precost)
-        self.kernels: dict[int, tuple[Any, tuple[Any, Any, float], Any, EventCost | None]] = {}
-        self.flow_start: dict[Any, tuple[Any, Any, float]] = {}
-        self.flow_finish: dict[tuple[Any, Any, float], Any] = {}
+        # kernel index -> (correlation, External id, precost, dur)
+        self.kernels: dict[int, tuple[Any, Any, EventCost | None, float]] = {}
         self.own: dict[int, EventCost] = {}
         self.memo: dict[Any, Any] = {}
         self.failed: dict[int, str] = {}
         self.recognized: set[int] = set()
         self._load = load
-        self.flows_later: list[int] = []
-        """Indices of flow events not parsed yet (only with ``load``); :meth:`add` appends to it, and
-        a caller that sees ``ph`` first may append flows itself instead of calling :meth:`add`."""
+        self.flows_later = array("q")
+        """Indices of flow events ("s"/"f"), parsed in :meth:`finish` only if a kernel needs them;
+        :meth:`add` appends to it, and a caller that sees ``ph`` first may append flows itself
+        instead of calling :meth:`add`."""
 
     def add(self, i: int, ev: dict) -> None:
         """Index event ``i`` (a dict)."""
         ph = ev.get("ph")
         if ph != "X":
             if ph == "s" or ph == "f":
-                if self._load is not None:
-                    # Flows only fill flow_start / flow_finish, so adding them later, in order, is
-                    # the same as adding them now.
-                    self.flows_later.append(i)
-                else:
-                    self._add_flow(ph, ev)
+                self.flows_later.append(i)
             return
         cat = ev.get("cat")
         kind = _CAT_KIND.get(cat) if type(cat) is str else None
@@ -600,31 +596,24 @@ class CostJoin:
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}
+        stats = self.stats
+        if kind == 0:
+            stats.device_kernels += 1
+            corr = args.get("correlation")
+            pre = _precost(args) if (_KF in args or _KGB in args) else None
+            self.kernels[i] = (_k(corr) if corr is not None else None, args.get("External id"), pre, dur)
+            return
         pid = ev.get("pid")
         if type(pid) is not int and type(pid) is not str:
             pid = _key(pid)
         tid = ev.get("tid")
         if type(tid) is not int and type(tid) is not str:
             tid = _key(tid)
-        stats = self.stats
-        if kind == 0:
-            stats.device_kernels += 1
-            corr = args.get("correlation")
-            pre = _precost(args) if (_KF in args or _KGB in args) else None
-            self.kernels[i] = (_k(corr) if corr is not None else None, (pid, tid, ts),
-                               args.get("External id"), pre)
-            self.end[i] = dur
-            return
         self.by_thread[(pid, tid)].append((ts, -dur, i))
-        self.end[i] = ts + dur
         if kind == 2:
             corr = args.get("correlation")
             if corr is not None:
                 self.runtime_by_corr[_k(corr)] = i
-            self.runtime_by_loc[(pid, tid, ts)] = i
-            ext = args.get("External id")
-            if ext is not None:
-                self.runtime_ext[i] = ext
             return
         self.is_scope.add(i)
         if kind == 1:
@@ -669,9 +658,8 @@ class CostJoin:
         else:
             self.failed[i] = result
 
-    _STATE = ("by_thread", "end", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "runtime_by_loc",
-              "runtime_ext", "kernels", "flow_start", "flow_finish", "own", "failed", "recognized",
-              "flows_later")
+    _STATE = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels", "own", "failed",
+              "recognized", "flows_later")
 
     def state(self) -> tuple:
         """What :meth:`add` recorded, as plain containers (picklable; the op memo is left out):
@@ -695,13 +683,11 @@ class CostJoin:
         for key, items in st["by_thread"].items():
             by_thread[key].extend(items)  # sorted in finish(); the event index makes every item unique
         # Keyed by event index: the two ranges never share a key.
-        for n in ("end", "runtime_ext", "kernels", "own", "failed"):
+        for n in ("kernels", "own", "failed"):
             getattr(self, n).update(st[n])
         self.is_scope |= st["is_scope"]
         self.recognized |= st["recognized"]
-        # Later events overwrite earlier ones in these, as add() does.
-        for n in ("runtime_by_corr", "runtime_by_loc", "flow_start", "flow_finish"):
-            getattr(self, n).update(st[n])
+        self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in add()
         self.flows_later.extend(st["flows_later"])
         # An External id first seen in the later range is a duplicate when this range has it.
         mine, dup = self.ext_to_op, self.dup_ext
@@ -713,52 +699,55 @@ class CostJoin:
                 mine[k] = i
         dup |= st["dup_ext"]
 
-    def _add_flow(self, ph: str, ev: dict) -> None:
-        cat = ev.get("cat")
-        if not isinstance(cat, str) or cat.lower() not in tf.FLOW_CATS:
-            return
-        ts = _num(ev.get("ts"))
-        if ts is None:
-            return
-        loc = (_k(ev.get("pid")), _k(ev.get("tid")), ts)
-        if ph == "s":
-            self.flow_start[_k(ev.get("id"))] = loc
-        else:
-            self.flow_finish[loc] = _k(ev.get("id"))
-
-    def _resolve_flows(self) -> None:
-        """Parse the flows :meth:`add` put aside, when a kernel needs them."""
-        later, self.flows_later = self.flows_later, []
-        if not later:
-            return
-        by_corr = self.runtime_by_corr
-        if all(corr is not None and corr in by_corr for corr, _loc, _ext, _pre in self.kernels.values()):
-            return
+    def _flows(self) -> "_Flows":
+        """Parse the flow events put aside and index the runtime calls by location."""
+        flows = _Flows()
         load = self._load
-        assert load is not None
-        for i in later:
+        for i in self.flows_later:
             ev = load(i)
-            self._add_flow(ev["ph"], ev)
+            cat = ev.get("cat")
+            if not isinstance(cat, str) or cat.lower() not in tf.FLOW_CATS:
+                continue
+            loc = _loc(ev)
+            if loc is None:
+                continue
+            if ev.get("ph") == "s":
+                flows.start[_k(ev.get("id"))] = loc
+            else:
+                flows.finish[loc] = _k(ev.get("id"))
+        is_scope, by_loc = self.is_scope, flows.runtime_by_loc
+        for (pid, tid), items in self.by_thread.items():
+            for ts, _negdur, i in items:
+                if i not in is_scope:
+                    # the later of two runtime calls at one place wins, as for correlations
+                    j = by_loc.get((pid, tid, ts))
+                    if j is None or i > j:
+                        by_loc[(pid, tid, ts)] = i
+        return flows
+
+    def _runtime_ext(self, runtime: int) -> Any:
+        """The External id a runtime call carries (that of its launching op), or None."""
+        args = self._load(runtime).get("args")
+        return args.get("External id") if isinstance(args, dict) else None
 
     def finish(self, n_events: int) -> tuple[dict[int, EventCost], AugmentStats]:
         """The costs by event index, and the stats of a trace of ``n_events`` events."""
-        self._resolve_flows()
         stats = self.stats
         stats.events = n_events
-        own, recognized, end = self.own, self.recognized, self.end
+        own, recognized = self.own, self.recognized
         # Nesting of CPU-side events per thread (parent = innermost enclosing scope).
         parent: dict[int, int] = {}
         is_scope = self.is_scope
         for items in self.by_thread.values():
             items.sort()
             stack: list[tuple[float, int]] = []
-            for ts, _negdur, i in items:
+            for ts, negdur, i in items:
                 while stack and stack[-1][0] <= ts:
                     stack.pop()
                 if stack:
                     parent[i] = stack[-1][1]
                 if i in is_scope:
-                    stack.append((end[i], i))
+                    stack.append((ts - negdur, i))  # the end, exactly ts + dur
 
         # Only the innermost costed op of a nest counts; outer ones are shadowed.
         shadowed: set[int] = set()
@@ -785,19 +774,31 @@ class CostJoin:
                 stats.ops_bad_shapes += 1
         stats.unknown_dtype_names = tuple(sorted(unknown_names))
 
-        # Device kernels -> launching op -> nearest costed op.
+        # Device kernels -> runtime call -> launching op -> nearest costed op.
         costs: dict[int, EventCost] = {}
         groups: dict[int, list[int]] = defaultdict(list)
         served: set[int] = set()
-        for k in sorted(self.kernels):
-            corr, loc, ext, pre = self.kernels[k]
-            launch = self._launching_op(corr, loc, ext, parent)
-            target = None
-            if launch is not None:
-                p: int | None = launch
-                while p is not None and p not in own:
-                    p = parent.get(p)
-                target = p
+        kernels, by_corr = self.kernels, self.runtime_by_corr
+        flows: _Flows | None = None
+        for k in sorted(kernels):
+            corr, ext, pre, _dur = kernels[k]
+            runtime = by_corr.get(corr) if corr is not None else None
+            if runtime is None and self.flows_later:
+                if flows is None:
+                    flows = self._flows()
+                runtime = flows.runtime_of(self._load(k))
+            # The runtime call sits inside its launching op on the CPU thread: exact, even when
+            # External ids repeat.
+            launch = parent.get(runtime) if runtime is not None else None
+            if launch is None:
+                if ext is None and runtime is not None:
+                    ext = self._runtime_ext(runtime)  # it carries its launching op's External id
+                if ext is not None:
+                    ek = _key(ext)
+                    launch = None if ek in self.dup_ext else self.ext_to_op.get(ek)
+            target = launch
+            while target is not None and target not in own:
+                target = parent.get(target)
             if pre is not None:
                 costs[k] = pre
                 stats.triton_costed += 1
@@ -810,45 +811,45 @@ class CostJoin:
             if target is not None and target not in shadowed:
                 groups[target].append(k)
 
+        costed = 0
         for i, cost in own.items():
             if i in shadowed or i in served:
                 continue
+            costed += 1
             ks = groups.get(i)
             if ks:
                 if len(ks) > 1:
                     stats.ops_with_several_kernels += 1
                 # The longest kernel did the op's main work (split-K reductions, layout transforms
                 # and fills are short); first one wins a tie.
-                best = ks[0] if len(ks) == 1 else max(ks, key=lambda j: (end[j], -j))
+                best = ks[0] if len(ks) == 1 else max(ks, key=lambda j: (kernels[j][3], -j))
                 costs[best] = cost
             else:
                 costs[i] = cost
-        stats.ops_costed = sum(1 for i in own if i not in shadowed and i not in served)
+        stats.ops_costed = costed
         return costs, stats
 
-    def _launching_op(self, corr: Any, loc: tuple[Any, Any, float], ext: Any, parent: dict[int, int]) -> int | None:
-        """The CPU op that launched the kernel with these correlation / location / External id, or None."""
-        runtime = None
-        if corr is not None:
-            runtime = self.runtime_by_corr.get(corr)
-        if runtime is None and self.flow_finish:
-            fid = self.flow_finish.get(loc)
-            start = self.flow_start.get(fid) if fid is not None else None
-            if start is not None:
-                runtime = self.runtime_by_loc.get(start)
-        if runtime is not None and runtime in parent:
-            # The runtime call sits inside its launching op on the CPU thread: exact, even when
-            # External ids repeat.
-            return parent[runtime]
-        if ext is None and runtime is not None:
-            # runtime events carry the launching op's External id too
-            ext = self.runtime_ext.get(runtime)
-        if ext is None:
-            return None
-        k = _key(ext)
-        if k in self.dup_ext:
-            return None
-        return self.ext_to_op.get(k)
+
+def _loc(ev: dict) -> tuple[Any, Any, float] | None:
+    """Where an event is: (pid, tid, ts) as :meth:`CostJoin.add` keys them, or None without a ts."""
+    ts = _num(ev.get("ts"))
+    return None if ts is None else (_k(ev.get("pid")), _k(ev.get("tid")), ts)
+
+
+class _Flows:
+    """The ac2g flow pairs of a trace and its runtime calls by location: how a kernel whose
+    correlation names no runtime call finds the call that launched it."""
+
+    def __init__(self) -> None:
+        self.start: dict[Any, tuple[Any, Any, float]] = {}
+        self.finish: dict[tuple[Any, Any, float], Any] = {}
+        self.runtime_by_loc: dict[tuple[Any, Any, float], int] = {}
+
+    def runtime_of(self, kernel: dict) -> int | None:
+        loc = _loc(kernel)
+        fid = self.finish.get(loc) if loc is not None else None
+        start = self.start.get(fid) if fid is not None else None
+        return self.runtime_by_loc.get(start) if start is not None else None
 
 
 def _has_recognized_ancestor(i: int, parent: dict[int, int], recognized: set[int]) -> bool:

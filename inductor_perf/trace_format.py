@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 _GZIP_MAGIC = b"\x1f\x8b"
 # Events per serialization chunk when writing: bounds the extra memory of the encoded text.
 _WRITE_CHUNK = 20_000
+_WRITE_BUFFER = 1 << 20  # bytes buffered per write(2): small writes each cost a system call
 
 # Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces
 # wrote "Operator"/"Kernel"/"Runtime".
@@ -257,7 +258,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
     directory = os.path.dirname(os.path.abspath(p))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(p) + ".", suffix=".tmp")
     try:
-        with os.fdopen(fd, "wb") as raw:
+        with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as raw:
             out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if p.endswith(".gz") else raw
             try:
                 write(out)
@@ -357,20 +358,59 @@ def split_trace_file(path: str | os.PathLike) -> SplitTrace | None:
     return framed_split(raw, gz, start, end, starts, ends)
 
 
-def read_trace_bytes(path: str | os.PathLike) -> tuple[bytes, bool] | None:
+def read_trace_bytes(path: str | os.PathLike, *, map_file: bool = False) -> tuple[Any, bool] | None:
     """The file's (decompressed) bytes and whether it was gzipped; None without orjson (the split
-    path needs it)."""
+    path needs it).
+
+    ``map_file``: an uncompressed, non-empty regular file comes back as a read-only ``mmap`` instead
+    of a copy (slicing it gives bytes; it supports ``find``/``rfind``/``count`` and regex search like
+    bytes). Pages are read as they are touched, by whichever process touches them, and a forked
+    process shares them. The file must not be truncated while the map is in use.
+    """
     if _orjson() is None:
         return None
-    return _read_bytes(os.fspath(path))
+    p = os.fspath(path)
+    if map_file:
+        mapped = _map_plain_file(p)
+        if mapped is not None:
+            return mapped, False
+    return _read_bytes(p)
 
 
-def events_array_start(raw: bytes) -> int | None:
-    """Where the first element of the one ``"traceEvents"`` array begins, or None."""
-    if raw.count(b'"traceEvents"') != 1:
+def _map_plain_file(path: str) -> Any:
+    """A read-only map of ``path`` when it is a non-empty regular file that is not gzipped, else None
+    (the caller then reads it, which also reports what is wrong with it)."""
+    import mmap
+    import stat
+
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if not stat.S_ISREG(st.st_mode) or st.st_size < 2 or f.read(2) == _GZIP_MAGIC:
+                return None
+            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
         return None
-    m = _EVENTS_KEY.search(raw)
+
+
+_EVENTS_NAME = b'"traceEvents"'
+
+
+def events_array_start(raw: bytes, *, unique: bool = True) -> int | None:
+    """Where the first element of the one ``"traceEvents"`` array begins, or None.
+
+    ``unique=False`` leaves the check that the text ``"traceEvents"`` occurs only once to the caller
+    (:func:`events_key_in`), who may share it between processes."""
+    first = raw.find(_EVENTS_NAME)
+    if first < 0 or (unique and events_key_in(raw, first + 1, len(raw))):
+        return None
+    m = _EVENTS_KEY.match(raw, first)
     return None if m is None else m.end()
+
+
+def events_key_in(raw: bytes, lo: int, hi: int) -> bool:
+    """Whether an occurrence of the text ``"traceEvents"`` starts in ``raw[lo:hi]``."""
+    return raw.find(_EVENTS_NAME, lo, min(len(raw), hi + len(_EVENTS_NAME) - 1)) >= 0
 
 
 def event_cut(raw: bytes, start: int, fraction: float) -> int | None:
