@@ -4,7 +4,12 @@ Shaped like a Kineto export of a CUDA run recorded with ``record_shapes=True``: 
 with ``Input Dims`` / ``Input type`` / ``Concrete Inputs`` (aten::linear > aten::addmm, aten::mm,
 aten::bmm, aten::convolution > aten::cudnn_convolution, aten::add), a ``cudaLaunchKernel`` runtime
 event per kernel, the device kernel with ``correlation`` and ``External id``, and the ac2g flow pair
-linking them. 1M events is about 300 MB.
+linking them.
+
+The default layout is the text torch.profiler's Kineto writer produces (torch 2.13): one member
+per line, indented, the args object on a line of its own after a lone comma, ``Input Strides``
+recorded beside ``Input Dims``; 1M events is then about 330 MB. ``--layout compact`` writes each
+event as one compact JSON object (about 240 MB).
 
 Upstream's ``profile_analysis --augment_trace`` needs: ``deviceProperties`` entries with ``id`` and
 ``name``; an ``args`` dict on every kernel; every kernel's ``External id`` present on exactly one
@@ -31,10 +36,19 @@ def _kernel_args(corr: int, ext: int) -> dict:
             "est. achieved occupancy %": 25, "External id": ext}
 
 
+def _strides(dims: list) -> list:
+    """Contiguous strides of a shape."""
+    out, step = [], 1
+    for d in reversed(dims):
+        out.append(step)
+        step *= d
+    return out[::-1]
+
+
 def generate(n_events: int, seed: int = 0):
     """Yield the events of a trace with about ``n_events`` events."""
     rnd = random.Random(seed)
-    ts = 1_000_000.0
+    ts = 4_392_959_154_510.635  # µs, as Kineto writes them
     gpu_ts = ts + 500.0
     ext = 0
     corr = 0
@@ -44,6 +58,7 @@ def generate(n_events: int, seed: int = 0):
         return {"ph": "X", "cat": "cpu_op", "name": name, "pid": PID, "tid": TID, "ts": round(t, 3),
                 "dur": round(dur, 3), "args": {"External id": e, "Record function id": 0, "Ev Idx": e,
                                                "Input Dims": dims, "Input type": types,
+                                               "Input Strides": [_strides(d) for d in dims],
                                                "Concrete Inputs": concrete, "Sequence number": e}}
 
     while emitted < n_events:
@@ -115,8 +130,24 @@ def header() -> dict:
         "record_shapes": 1, "displayTimeUnit": "ms", "baseTimeNanoseconds": 1700000000000000000}
 
 
-def write(n_events: int, path: str, seed: int = 0) -> int:
+def kineto_text(ev: dict) -> str:
+    """``ev`` laid out as Kineto's JSON writer lays out an event."""
+    members = ",\n".join(f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in ev.items() if k != "args")
+    if "args" not in ev:
+        return "  {\n" + members + "\n  }"
+    args = ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in ev["args"].items())
+    return "  {\n" + members + '\n    ,\n    "args": {\n      ' + args + "\n    }\n  }"
+
+
+def write(n_events: int, path: str, seed: int = 0, layout: str = "kineto") -> int:
     """Stream the trace to ``path``; returns the number of events written."""
+    if layout == "kineto":
+        text = kineto_text
+    elif layout == "compact":
+        def text(ev: dict) -> str:
+            return json.dumps(ev, separators=(",", ":"))
+    else:
+        raise ValueError(f"layout must be 'kineto' or 'compact', not {layout!r}")
     count = 0
     with open(path, "w") as f:
         h = json.dumps(header())
@@ -124,7 +155,7 @@ def write(n_events: int, path: str, seed: int = 0) -> int:
         for ev in generate(n_events, seed):
             if count:
                 f.write(",\n")
-            f.write(json.dumps(ev, separators=(",", ":")))
+            f.write(text(ev))
             count += 1
         f.write("\n]}\n")
     return count
@@ -135,8 +166,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("events", type=int)
     p.add_argument("output")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--layout", choices=("kineto", "compact"), default="kineto",
+                   help="Kineto's indented text (default) or one compact object per event")
     a = p.parse_args(argv)
-    n = write(a.events, a.output, a.seed)
+    n = write(a.events, a.output, a.seed, a.layout)
     print(f"wrote {n} events to {a.output}", file=sys.stderr)
     return 0
 

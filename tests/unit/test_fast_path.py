@@ -59,10 +59,11 @@ def _both(src, tmp_path, ext=".json"):
     return _load(full), _load(fast), s_full, s_fast
 
 
-@pytest.fixture(scope="module")
-def generated(tmp_path_factory):
+@pytest.fixture(scope="module", params=["kineto", "compact"])
+def generated(tmp_path_factory, request):
+    """A bench/gen_trace.py trace in Kineto's indented layout and in the compact one."""
     path = str(tmp_path_factory.mktemp("gen") / "gen.json")
-    n = _gen_module().write(20_000, path, seed=3)
+    n = _gen_module().write(20_000, path, seed=3, layout=request.param)
     assert n >= 20_000
     return path
 
