@@ -774,14 +774,17 @@ class CostJoin:
                 stats.ops_bad_shapes += 1
         stats.unknown_dtype_names = tuple(sorted(unknown_names))
 
-        # Device kernels -> runtime call -> launching op -> nearest costed op.
+        # Device kernels -> runtime call -> launching op -> nearest costed op. Each op keeps its
+        # longest kernel, which did the op's main work (split-K reductions, layout transforms and
+        # fills are short); the first one wins a tie.
         costs: dict[int, EventCost] = {}
-        groups: dict[int, list[int]] = defaultdict(list)
+        best: dict[int, tuple[float, int]] = {}  # op -> (dur, kernel)
+        several: set[int] = set()
         served: set[int] = set()
         kernels, by_corr = self.kernels, self.runtime_by_corr
         flows: _Flows | None = None
         for k in sorted(kernels):
-            corr, ext, pre, _dur = kernels[k]
+            corr, ext, pre, dur = kernels[k]
             runtime = by_corr.get(corr) if corr is not None else None
             if runtime is None and self.flows_later:
                 if flows is None:
@@ -809,24 +812,23 @@ class CostJoin:
                 stats.kernels_without_launch += 1
                 continue
             if target is not None and target not in shadowed:
-                groups[target].append(k)
+                held = best.get(target)
+                if held is None:
+                    best[target] = (dur, k)
+                else:
+                    several.add(target)
+                    if dur > held[0]:  # kernels come in index order: a tie keeps the first
+                        best[target] = (dur, k)
 
         costed = 0
         for i, cost in own.items():
             if i in shadowed or i in served:
                 continue
             costed += 1
-            ks = groups.get(i)
-            if ks:
-                if len(ks) > 1:
-                    stats.ops_with_several_kernels += 1
-                # The longest kernel did the op's main work (split-K reductions, layout transforms
-                # and fills are short); first one wins a tie.
-                best = ks[0] if len(ks) == 1 else max(ks, key=lambda j: (kernels[j][3], -j))
-                costs[best] = cost
-            else:
-                costs[i] = cost
+            held = best.get(i)
+            costs[i if held is None else held[1]] = cost
         stats.ops_costed = costed
+        stats.ops_with_several_kernels += len(several - served)
         return costs, stats
 
 

@@ -136,6 +136,11 @@ ODD_LAYOUTS = {
     "nan": '{"traceEvents":[%s,%s]}' % (_OP % ('"aten::mm"', ""), _KERNEL % "NaN"),
     # "traceEvents" twice (once as a string value): where the array starts is ambiguous.
     "key_twice": '{"traceEvents":[%s,%s]}' % (_OP % ('"aten::mm"', ',"k":"traceEvents"'), _KERNEL % 3),
+    # ... the second time in the last event, or in the header after the array (the worker's side
+    # of the cut when two processes split the work).
+    "key_twice_late": '{"traceEvents":[%s,%s]}' % (
+        _OP % ('"aten::mm"', ""), _KERNEL.replace('"args":{', '"args":{"k":"traceEvents",') % 3),
+    "key_twice_in_tail": '{"traceEvents":[%s,%s],"x":"traceEvents"}' % (_OP % ('"aten::mm"', ""), _KERNEL % 3),
     # A non-object element between events.
     "number_element": '{"traceEvents":[%s,5,%s]}' % (_OP % ('"aten::mm"', ""), _KERNEL % 3),
     # Infinity in the header after the array (not JSON; the full path writes null).
@@ -210,6 +215,21 @@ def test_flows_parsed_when_a_kernel_needs_them(tmp_path):
     assert fast == full and s_fast == s_full
     assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128
     assert tf.KERNEL_FLOP not in fast["traceEvents"][0]["args"]
+    assert s_fast.kernels_without_launch == 0
+
+
+def test_runtime_call_outside_its_op_joins_by_its_external_id(tmp_path):
+    # The runtime call (correlation 9, External id 5) runs on another thread than aten::mm, so no
+    # nesting names its op, and the kernel carries only the correlation: the runtime call's own
+    # External id (read back from the file) leads to aten::mm, 2*4*8*2 = 128 FLOPs.
+    runtime = ('{"ph":"X","cat":"cuda_runtime","name":"cudaLaunchKernel","pid":1,"tid":2,"ts":15,"dur":2,'
+               '"args":{"correlation":9,"External id":5}}')
+    kernel = '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,"args":{"correlation":9}}'
+    text = '{"traceEvents":[\n%s]}' % ",\n".join([_OP % ('"aten::mm"', ""), runtime, kernel])
+    src = _write(tmp_path, text)
+    full, fast, s_full, s_fast = _both(src, tmp_path)
+    assert fast == full and s_fast == s_full
+    assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128
     assert s_fast.kernels_without_launch == 0
 
 

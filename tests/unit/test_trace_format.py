@@ -172,3 +172,23 @@ def test_event_views():
     assert [(i, ts, d) for i, _, ts, d in tf.cpu_ops(trace)] == [(0, 1.0, 2.0), (5, 5.5, -1.0)]
     assert [(i, ts, d) for i, _, ts, d in tf.device_kernels(trace)] == [(1, 3.0, 0.0)]
     assert tf.number(True) is None and tf.number(math.nan) is None and tf.number(10**400) is None
+
+
+def test_read_trace_bytes_maps_plain_files_only(tmp_path):
+    pytest.importorskip("orjson")
+    text = b'{"traceEvents": [{"ph": "X", "name": "a"}]}'
+    plain = tmp_path / "t.json"
+    plain.write_bytes(text)
+    mapped, gz = tf.read_trace_bytes(plain, map_file=True)
+    try:
+        assert not isinstance(mapped, bytes) and not gz  # a map, not a copy
+        assert mapped[:] == text and mapped.find(b'"name"') == text.find(b'"name"')
+        assert tf.events_array_start(mapped) == text.index(b"{", 1)
+    finally:
+        mapped.close()
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(text))
+    assert tf.read_trace_bytes(packed, map_file=True) == (text, True)
+    empty = tmp_path / "e.json"
+    empty.write_bytes(b"")
+    assert tf.read_trace_bytes(empty, map_file=True) == (b"", False)  # no map of nothing: read
