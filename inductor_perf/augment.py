@@ -621,8 +621,8 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     """In the forked worker: split the events array from ``cut`` (:func:`trace_format.event_cut`)
     to its end, take the number of events before the cut from the parent, index its events under
     their global numbers and send back the spans and the join state (None: the layout is not the
-    expected one); then parse its kernels while the parent finishes the join, and, if asked, write
-    the later part of the output to a file."""
+    expected one); then parse its kernels while the parent finishes the join and, if asked, render
+    the later part of the output and write it into the output file where the parent's part ends."""
     from array import array
 
     from .shape_costs import CostJoin
@@ -655,7 +655,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     job = _get(rx)
     if job is None:
         return
-    costs, tmp, starts_before, ends_before = job
+    costs, starts_before, ends_before = job
     starts_all, ends_all = array("q"), array("q")
     starts_all.frombytes(starts_before)
     ends_all.frombytes(ends_before)
@@ -667,9 +667,18 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     del starts_before, ends_before
     _mark("worker got costs")
     astats = AugmentStats()
-    with open(tmp, "wb", buffering=tf._WRITE_BUFFER) as out:
-        at = _emit(raw, starts, ends, sorted(costs), costs, device, astats, out, -1, None, pre, base)
-        out.write(memoryview(raw)[at:])
+    pieces = _Pieces()
+    at = _emit(raw, starts, ends, sorted(costs), costs, device, astats, pieces, -1, None, pre, base)
+    pieces.write(memoryview(raw)[at:])
+    del pre
+    _mark("worker rendered its part")
+    where = _get(rx)  # the output file, and where in it the parent's part ends
+    if where is None:
+        return
+    path, offset = where
+    with open(path, "r+b", buffering=tf._WRITE_BUFFER) as out:
+        out.seek(offset)
+        out.writelines(pieces)
     _mark("worker wrote its part")
     _put(tx, (astats.events_augmented, astats.nonpositive_dur, astats.peaks_known))
 
@@ -811,62 +820,57 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
         todo = sorted(costs)
         gz_out = dst.endswith(".gz")
 
-        def write(out: Any) -> None:
+        def write(out: Any, path: str) -> None:
             nonlocal worker
             k = len(todo)
             if worker is not None and not gz_out and k >= 2:
                 k -= int(k * _WRITE_SHARE)
                 later = {i: costs[i] for i in todo[k:]}
-                import tempfile
-
-                fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(dst)),
-                                           prefix="." + os.path.basename(dst) + ".", suffix=".part")
-                os.close(fd)
                 try:
-                    try:
-                        # its part may begin before the cut: it gets the spans it lacks
-                        worker.send((later, tmp, starts[:mid].tobytes(), ends[:mid].tobytes()))
-                    except _WorkerGone:
-                        k = len(todo)
-                    _mark("sent the worker its costs")
-                    at = _emit(raw, starts, ends, todo[:k], costs, device, astats, out, 0, show)
-                    _mark("wrote the first part")
-                    if k == len(todo):
-                        out.write(memoryview(raw)[at:])
-                        return
-                    out.write(memoryview(raw)[at:starts[todo[k]]])
-                    # While the worker writes: the first part starts going to disk (the fsync
-                    # before the rename then has less left to wait for), and the join's index is freed.
-                    out.flush()
-                    syncing = _start_sync(out.fileno())
-                    held.clear()
-                    try:
-                        counts = worker.recv()
-                    except _WorkerGone:
-                        log.warning("the fast-path worker failed; writing its part here")
-                        at = _emit(raw, starts, ends, todo[k:], costs, device, astats, out, -1, None)
-                        out.write(memoryview(raw)[at:])
-                        return
-                    astats.events_augmented += counts[0]
-                    astats.nonpositive_dur += counts[1]
-                    astats.peaks_known = astats.peaks_known or counts[2]
-                    out.flush()
-                    _append_file(out, tmp)
-                    _mark("appended the worker's part")
-                    syncing.join()
-                finally:
-                    with contextlib.suppress(OSError):
-                        os.unlink(tmp)
+                    # its part may begin before the cut: it gets the spans it lacks
+                    worker.send((later, starts[:mid].tobytes(), ends[:mid].tobytes()))
+                except _WorkerGone:
+                    k = len(todo)
+                _mark("sent the worker its costs")
+            if worker is None or k == len(todo):
+                if worker is not None:
+                    with contextlib.suppress(_WorkerGone):
+                        worker.send(None)  # nothing for it to do
+                    worker.close()
+                    worker = None
+                at = _emit(raw, starts, ends, todo, costs, device, astats, out, 0, show)
+                out.write(memoryview(raw)[at:])
                 return
-            if worker is not None:
-                with contextlib.suppress(_WorkerGone):
-                    worker.send(None)  # nothing for it to do
-                worker.close()
-                worker = None
-            at = _emit(raw, starts, ends, todo, costs, device, astats, out, 0, show)
-            out.write(memoryview(raw)[at:])
+            # Both processes write into the output file: this process renders its part first, to
+            # know where the worker's part begins, while the worker renders its own.
+            pieces = _Pieces()
+            at = _emit(raw, starts, ends, todo[:k], costs, device, astats, pieces, 0, show)
+            pieces.write(memoryview(raw)[at:starts[todo[k]]])
+            offset = out.tell() + sum(map(len, pieces))
+            with contextlib.suppress(_WorkerGone):  # noticed at recv() below
+                worker.send((path, offset))
+            out.writelines(pieces)
+            del pieces
+            _mark("wrote the first part")
+            # While the worker writes: this part starts going to disk (the fsync before the rename
+            # then has less left to wait for), and the join's index is freed.
+            out.flush()
+            syncing = _start_sync(out.fileno())
+            held.clear()
+            try:
+                counts = worker.recv()
+            except _WorkerGone:
+                log.warning("the fast-path worker failed; writing its part here")
+                at = _emit(raw, starts, ends, todo[k:], costs, device, astats, out, -1, None)
+                out.write(memoryview(raw)[at:])
+            else:
+                astats.events_augmented += counts[0]
+                astats.nonpositive_dur += counts[1]
+                astats.peaks_known = astats.peaks_known or counts[2]
+                _mark("the worker wrote its part")
+            syncing.join()
 
-        tf.write_atomic(dst, write)
+        tf.write_atomic(dst, write, with_path=True)
         _mark("renamed")
         if worker is not None:
             worker.close()
@@ -889,26 +893,11 @@ def _start_sync(fd: int) -> threading.Thread:
     return t
 
 
-def _append_file(out: Any, path: str) -> None:
-    """Append the file at ``path`` to the (flushed) binary file ``out``, in the kernel where it can."""
-    with open(path, "rb") as src:
-        size = os.fstat(src.fileno()).st_size
-        done = 0
-        copy = getattr(os, "copy_file_range", None)
-        try:
-            while copy is not None and done < size:
-                step = copy(src.fileno(), out.fileno(), size - done)
-                if step <= 0:
-                    break
-                done += step
-        except OSError:
-            pass
-        if done < size:
-            import shutil
+class _Pieces(list):
+    """Stands in for a file in :func:`_emit`: keeps what is written (views of the input and
+    encoded args), so that its length is known before any of it is written."""
 
-            src.seek(done)
-            out.seek(0, os.SEEK_END)
-            shutil.copyfileobj(src, out, 1 << 22)
+    write = list.append
 
 
 def _args_close(raw: bytes, ev: dict, s0: int, e0: int) -> int:

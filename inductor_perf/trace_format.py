@@ -251,9 +251,12 @@ def save_trace(trace: dict, path: str | os.PathLike, *,
     write_atomic(path, lambda out: _write_streaming(out, trace, enc, progress))
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
+def write_atomic(path: str | os.PathLike, write: Callable[..., None], *, with_path: bool = False) -> None:
     """Call ``write(f)`` with a binary file whose bytes become ``path`` (gzip when it ends with
-    ``.gz``) only once ``write`` returns: a temporary file beside it is fsynced and renamed."""
+    ``.gz``) only once ``write`` returns: a temporary file beside it is fsynced and renamed.
+
+    ``with_path``: call ``write(f, temp_path)`` instead, for a writer that has another process
+    write part of the temporary file (it must be done when ``write`` returns)."""
     p = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(p))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(p) + ".", suffix=".tmp")
@@ -261,7 +264,10 @@ def write_atomic(path: str | os.PathLike, write: Callable[[Any], None]) -> None:
         with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as raw:
             out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if p.endswith(".gz") else raw
             try:
-                write(out)
+                if with_path:
+                    write(out, tmp)
+                else:
+                    write(out)
             finally:
                 if out is not raw:
                     out.close()

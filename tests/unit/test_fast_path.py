@@ -362,8 +362,9 @@ def test_duplicate_external_ids_across_the_split(tmp_path):
 
 
 def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch, processes, caplog):
-    # A worker that dies before answering, or after sending its index but before writing: the
-    # parent does that work itself and writes the same JSON. (Forced on in both parametrizations.)
+    # A worker that dies before answering, after sending its index, or while writing its part of
+    # the output: the parent does that work itself and writes the same JSON. (Forced on in both
+    # parametrizations.)
     monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0)
     full = str(tmp_path / "full.json")
     A.augment_file(generated, full, fast=False)
@@ -384,7 +385,25 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
         A._get(rx)
         raise RuntimeError("worker gone")
 
-    for fake, said in ((dies_at_once, "parsing its part here"), (dies_before_writing, "writing its part here")):
+    def dies_while_writing(raw, gz, start, cut, device, rx, tx):
+        # the real worker, up to where it is told where its part goes: it scribbles there and dies
+        get = A._get
+
+        def get_then_scribble(f):
+            got = get(f)
+            if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], str):
+                path, offset = got
+                with open(path, "r+b") as out:
+                    out.seek(offset)
+                    out.write(b"#" * 4096)
+                raise RuntimeError("worker gone")
+            return got
+
+        A._get = get_then_scribble  # in this forked process only
+        real(raw, gz, start, cut, device, rx, tx)
+
+    for fake, said in ((dies_at_once, "parsing its part here"), (dies_before_writing, "writing its part here"),
+                       (dies_while_writing, "writing its part here")):
         caplog.clear()
         monkeypatch.setattr(A, "_worker_main", fake)
         out = str(tmp_path / (fake.__name__ + ".json"))
