@@ -1021,7 +1021,8 @@ def _emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[in
             at = close
         else:
             out.write(view[at:s0])
-            out.write(enc(_augment_event(ev, cost, device, True, peak_cache, bandwidth, astats)))
+            # a tight copy: orjson's output keeps its ~4 KB buffer, and _Pieces holds what it is given
+            out.write(memoryview(enc(_augment_event(ev, cost, device, True, peak_cache, bandwidth, astats))).tobytes())
             at = e0
         if show is not None and done % 20_000 == 0:
             show("writing", done / len(todo))
