@@ -856,19 +856,21 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
             # then has less left to wait for), and the join's index is freed.
             out.flush()
             syncing = _start_sync(out.fileno())
-            held.clear()
             try:
-                counts = worker.recv()
-            except _WorkerGone:
-                log.warning("the fast-path worker failed; writing its part here")
-                at = _emit(raw, starts, ends, todo[k:], costs, device, astats, out, -1, None)
-                out.write(memoryview(raw)[at:])
-            else:
-                astats.events_augmented += counts[0]
-                astats.nonpositive_dur += counts[1]
-                astats.peaks_known = astats.peaks_known or counts[2]
-                _mark("the worker wrote its part")
-            syncing.join()
+                held.clear()
+                try:
+                    counts = worker.recv()
+                except _WorkerGone:
+                    log.warning("the fast-path worker failed; writing its part here")
+                    at = _emit(raw, starts, ends, todo[k:], costs, device, astats, out, -1, None)
+                    out.write(memoryview(raw)[at:])
+                else:
+                    astats.events_augmented += counts[0]
+                    astats.nonpositive_dur += counts[1]
+                    astats.peaks_known = astats.peaks_known or counts[2]
+                    _mark("the worker wrote its part")
+            finally:
+                syncing.join()  # before the file is closed
 
         tf.write_atomic(dst, write, with_path=True)
         _mark("renamed")
