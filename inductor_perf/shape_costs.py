@@ -690,14 +690,12 @@ class CostJoin:
         self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in add()
         self.flows_later.extend(st["flows_later"])
         # An External id first seen in the later range is a duplicate when this range has it.
-        mine, dup = self.ext_to_op, self.dup_ext
-        for k, i in st["ext_to_op"].items():
-            if k in mine:
-                dup.add(k)
-                s.duplicate_external_ids += 1
-            else:
-                mine[k] = i
+        mine, theirs, dup = self.ext_to_op, st["ext_to_op"], self.dup_ext
+        common = mine.keys() & theirs.keys()
+        mine.update(theirs if not common else {k: i for k, i in theirs.items() if k not in common})
+        dup |= common
         dup |= st["dup_ext"]
+        s.duplicate_external_ids += len(common)
 
     def _flows(self) -> "_Flows":
         """Parse the flow events put aside and index the runtime calls by location."""
