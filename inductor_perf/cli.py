@@ -6,8 +6,10 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
+import threading
+import time
 import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 from .errors import InductorPerfError
 
@@ -127,6 +129,44 @@ def _cmd_augment(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Ticker:
+    """``inductor-perf: <stage> (N s)`` on stderr, refreshed twice a second from a thread once the
+    command has run for :attr:`AFTER` seconds; only when stderr is a terminal, and the line is
+    cleared at the end. For commands whose long steps report no fraction (summary, diff)."""
+
+    AFTER = 2.0
+    EVERY = 0.5
+
+    def __init__(self) -> None:
+        self.stage = ""
+        self._t0 = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._shown = False
+
+    def __enter__(self) -> "_Ticker":
+        if sys.stderr.isatty():
+            self._thread = threading.Thread(target=self._run, name="inductor-perf-progress", daemon=True)
+            self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.EVERY):
+            elapsed = time.monotonic() - self._t0
+            if elapsed >= self.AFTER and self.stage:
+                sys.stderr.write(f"\rinductor-perf: {self.stage} ({elapsed:.0f} s)\x1b[K")
+                sys.stderr.flush()
+                self._shown = True
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self._shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+
+
 def _cmd_summary(args: argparse.Namespace) -> int:
     import glob
     import json
@@ -155,19 +195,24 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         raise InductorPerfError(f"{path}: no such file or directory; expected a trace file or a directory of traces")
 
     summaries = []
-    for f in files:
-        try:
-            trace = load_trace(f)
-        except InductorPerfError as e:
-            if len(files) == 1:
-                raise
-            log.warning("skipping %s: %s", f, e)
-            continue
-        label = os.path.basename(f)
-        dist = trace.get("distributedInfo")
-        if isinstance(dist, dict) and "rank" in dist:
-            label += f" (rank {dist.get('rank')} of {dist.get('world_size', '?')})"
-        summaries.append(summarize(trace, device=_trace_device(trace), label=label))
+    with _Ticker() as tick:
+        for n, f in enumerate(files, 1):
+            which = os.path.basename(f) + (f" ({n} of {len(files)})" if len(files) > 1 else "")
+            tick.stage = f"loading {which}"
+            try:
+                trace = load_trace(f)
+            except InductorPerfError as e:
+                if len(files) == 1:
+                    raise
+                log.warning("skipping %s: %s", f, e)
+                continue
+            tick.stage = f"summarizing {which}"
+            label = os.path.basename(f)
+            dist = trace.get("distributedInfo")
+            if isinstance(dist, dict) and "rank" in dist:
+                label += f" (rank {dist.get('rank')} of {dist.get('world_size', '?')})"
+            summaries.append(summarize(trace, device=_trace_device(trace), label=label))
+            del trace
     if not summaries:
         raise InductorPerfError(f"{path}: none of the {len(files)} JSON files is a readable trace")
     if args.format == "json":
@@ -181,7 +226,12 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     from .comparison import diff_files
 
-    _print_block(diff_files(args.a, args.b, by=args.by).format(args.format))
+    import os
+
+    with _Ticker() as tick:
+        tick.stage = f"comparing {os.path.basename(args.a)} and {os.path.basename(args.b)}"
+        result = diff_files(args.a, args.b, by=args.by)
+    _print_block(result.format(args.format))
     return 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import io
 import hashlib
 import json
 import os
@@ -118,3 +119,53 @@ def test_hostile_events_give_counts(tmp_path, capsys):
     assert len(out["traceEvents"]) == len(ev)
     assert out["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 4_096_000  # aten::addmm
     assert tf.KERNEL_FLOP not in out["traceEvents"][3]["args"]
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_augment_progress_only_on_a_terminal_after_two_seconds(monkeypatch):
+    from inductor_perf import augment as A
+
+    tty = _Tty()
+    monkeypatch.setattr("sys.stderr", tty)
+    p = A._Progress(True)
+    p("loading")  # under 2 s: nothing yet
+    assert tty.getvalue() == ""
+    p.t0 -= 10  # as if 10 s had passed
+    p("writing", 0.5)
+    assert tty.getvalue() == "\rinductor-perf: writing  50% (10 s)\x1b[K"
+    p.done()
+    assert tty.getvalue().endswith("\r\x1b[K")  # the line is cleared at the end
+    pipe = io.StringIO()  # not a terminal: never a byte
+    monkeypatch.setattr("sys.stderr", pipe)
+    q = A._Progress(True)
+    q.t0 -= 10
+    q("writing", 0.5)
+    q.done()
+    assert pipe.getvalue() == ""
+
+
+def test_ticker_refreshes_the_stage_on_a_terminal(monkeypatch):
+    import threading
+    import time
+
+    monkeypatch.setattr(cli._Ticker, "AFTER", 0.0)
+    monkeypatch.setattr(cli._Ticker, "EVERY", 0.01)
+    tty = _Tty()
+    monkeypatch.setattr("sys.stderr", tty)
+    with cli._Ticker() as tick:
+        tick.stage = "summarizing big.json"
+        time.sleep(0.2)
+    out = tty.getvalue()
+    assert out.startswith("\rinductor-perf: summarizing big.json (0 s)\x1b[K")
+    assert out.endswith("\r\x1b[K")
+    assert threading.active_count() == 1  # its thread is gone
+    pipe = io.StringIO()
+    monkeypatch.setattr("sys.stderr", pipe)
+    with cli._Ticker() as tick:
+        tick.stage = "summarizing big.json"
+        time.sleep(0.05)
+    assert pipe.getvalue() == "" and tick._thread is None
