@@ -7,6 +7,7 @@ import json
 import math
 from types import MappingProxyType, SimpleNamespace
 
+import pytest
 import torch
 
 from hypothesis import HealthCheck, given, settings
@@ -89,3 +90,36 @@ def test_fuzz_pipeline(tmp_path_factory, trace):
         return
     data = json.loads(out.read_bytes(), parse_constant=_strict)
     assert len(data["traceEvents"]) == len(trace["traceEvents"])
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(traces, st.sampled_from([None, 1]), st.booleans())
+def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory, trace, indent, two):
+    # The same trace through augment_file's large-file path (in one process or with its forked
+    # worker) and through the full load: the same JSON and stats, or the same one-line error.
+    pytest.importorskip("orjson")
+    import threading
+
+    from inductor_perf import augment as A
+
+    d = tmp_path_factory.mktemp("fuzzfast")
+    src = d / "in.json"
+    src.write_text(json.dumps(trace, indent=indent))  # NaN / Infinity written as such: not JSON
+    before = src.read_bytes()
+    assert threading.active_count() == 1  # the worker is forked only from a single-threaded process
+    saved = A.PARALLEL_MIN_BYTES
+    A.PARALLEL_MIN_BYTES = 0 if two else 1 << 62
+    try:
+        got = []
+        for fast in (False, True):
+            out = d / f"out_{fast}.json"
+            try:
+                stats = A.augment_file(str(src), str(out), fast=fast)
+            except TraceFormatError as e:
+                got.append(("error", str(e).replace(str(out), "OUT")))
+            else:
+                got.append((json.loads(out.read_bytes(), parse_constant=_strict), stats))
+    finally:
+        A.PARALLEL_MIN_BYTES = saved
+    assert got[0] == got[1]
+    assert src.read_bytes() == before  # the input is never modified
