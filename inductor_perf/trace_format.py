@@ -39,7 +39,7 @@ SOURCE = "source"                                # "file.py:123" of the innermos
 MODULE_PATH = "module_path"                      # "encoder.layers.0.attn"
 NODE_NAMES = "node_names"                        # "mm_1, relu_2": FX nodes the kernel computes
 STACK_TRACE = "stack_trace"                      # the user's stack, as FX recorded it
-# Extra keys, not in the list but useful for joins and diffs.
+# Further keys, for joins and diffs.
 KERNEL_KIND = "kernel_kind"                      # "generated" | "extern"
 GRAPH_ID = "graph_id"                            # Inductor graph id the kernel belongs to
 IS_BACKWARD = "is_backward"                      # bool
