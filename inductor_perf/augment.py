@@ -434,8 +434,9 @@ _ARGS_MEMBER = re.compile(rb'"args"\s*:\s*\{')
 _ADDED_KEYS = frozenset(tf.ADDED_ARG_KEYS)
 
 FAST_PATH_MIN_BYTES = 50_000_000
-"""Traces at least this large (on disk) are augmented by :func:`_augment_file_fast` when orjson
-is installed: events are parsed one at a time and only the augmented ones are re-encoded."""
+"""Traces whose JSON text is at least this large (:func:`trace_format.text_size`: a ``.gz`` file
+counts uncompressed) are augmented by :func:`_augment_file_fast` when orjson is installed: events
+are parsed one at a time and only the augmented ones are re-encoded."""
 
 
 def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None = None,
@@ -459,7 +460,7 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
     warm_up()
     if fast is None:
         try:
-            fast = os.path.getsize(src) >= FAST_PATH_MIN_BYTES
+            fast = tf.text_size(src) >= FAST_PATH_MIN_BYTES  # a .gz file by its JSON's size
         except OSError:
             fast = False  # let the normal path say what is wrong with the path
     try:
@@ -501,7 +502,7 @@ def _final_stats(astats: AugmentStats, stats: AugmentStats, note: str | None, no
 
 
 PARALLEL_MIN_BYTES = FAST_PATH_MIN_BYTES
-"""On the fast path, traces at least this large (on disk) are worked on by two processes where
+"""On the fast path, traces whose JSON text is at least this large are worked on by two processes where
 ``os.fork`` exists: a forked worker parses and indexes the later part of the events, then writes
 the later part of the output (not for ``.gz`` output), while this process does the earlier parts."""
 
@@ -744,7 +745,7 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
     cut = None
     # Only from a single-threaded process: a fork copies no other thread, and a lock one of them
     # held (an import, a logging handler) would stay held in the worker.
-    if hasattr(os, "fork") and threading.active_count() == 1 and os.path.getsize(src) >= PARALLEL_MIN_BYTES:
+    if hasattr(os, "fork") and threading.active_count() == 1 and len(raw) >= PARALLEL_MIN_BYTES:
         # The worker splits and parses the events after the cut; this process, those before it.
         cut = tf.event_cut(raw, start, 1.0 - _JOIN_SHARE)
         if cut is not None:

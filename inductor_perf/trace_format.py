@@ -383,6 +383,20 @@ def read_trace_bytes(path: str | os.PathLike, *, map_file: bool = False) -> tupl
     return _read_bytes(p)
 
 
+def text_size(path: str | os.PathLike) -> int:
+    """The size of a trace file's JSON text: its size on disk, or for a gzip file the uncompressed
+    size its trailer records (modulo 4 GiB: when that is below the compressed size, 4 GiB is
+    assumed)."""
+    p = os.fspath(path)
+    size = os.path.getsize(p)
+    with open(p, "rb") as f:
+        if size < 18 or f.read(2) != _GZIP_MAGIC:
+            return size
+        f.seek(-4, os.SEEK_END)
+        isize = int.from_bytes(f.read(4), "little")
+    return isize if isize >= size else 1 << 32
+
+
 def _map_plain_file(path: str) -> Any:
     """A read-only map of ``path`` when it is a non-empty regular file that is not gzipped, else None
     (the caller then reads it, which also reports what is wrong with it)."""

@@ -191,6 +191,15 @@ def test_size_threshold_picks_path(generated, tmp_path, monkeypatch):
     monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", 1)
     A.augment_file(generated, str(tmp_path / "b.json"))
     assert calls == [generated]
+    # A .gz trace counts by its JSON's size, not by its compressed size.
+    packed = str(tmp_path / "gen.json.gz")
+    with open(generated, "rb") as f, gzip.open(packed, "wb") as g:
+        g.write(f.read())
+    text, disk = os.path.getsize(generated), os.path.getsize(packed)
+    assert tf.text_size(packed) == text and tf.text_size(generated) == text and disk < text // 4
+    monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", text)
+    A.augment_file(packed, str(tmp_path / "c.json"))
+    assert calls == [generated, packed]
 
 
 def _runtime(corr, ts=15):
