@@ -389,8 +389,10 @@ def text_size(path: str | os.PathLike) -> int:
     assumed)."""
     p = os.fspath(path)
     size = os.path.getsize(p)
+    if size < 18:  # no gzip file is smaller (nor is a pipe's size known)
+        return size
     with open(p, "rb") as f:
-        if size < 18 or f.read(2) != _GZIP_MAGIC:
+        if f.read(2) != _GZIP_MAGIC:
             return size
         f.seek(-4, os.SEEK_END)
         isize = int.from_bytes(f.read(4), "little")
