@@ -503,13 +503,16 @@ def _final_stats(astats: AugmentStats, stats: AugmentStats, note: str | None, no
 
 PARALLEL_MIN_BYTES = FAST_PATH_MIN_BYTES
 """On the fast path, traces whose JSON text is at least this large are worked on by two processes where
-``os.fork`` exists: a forked worker parses and indexes the later part of the events, then writes
-the later part of the output (not for ``.gz`` output), while this process does the earlier parts."""
+``os.fork`` exists: a forked worker parses and indexes the later part of the events, then renders
+and writes (or compresses, for ``.gz`` output) the later part of the output, while this process
+does the earlier parts."""
 
 _JOIN_SHARE = 0.47
 """The worker's share of the events to parse: a little under half, since it also pickles its index."""
 _WRITE_SHARE = 0.57
 """The worker's share of the augmented events to write."""
+_WRITE_SHARE_GZ = 0.53
+"""The same for ``.gz`` output, where compressing dominates the write."""
 
 WORKER_MAXRSS_KB: list[int] = []
 """Peak RSS (KB, from ``wait4``) of the workers forked by the latest fast-path run. A forked worker's
@@ -623,7 +626,8 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     to its end, take the number of events before the cut from the parent, index its events under
     their global numbers and send back the spans and the join state (None: the layout is not the
     expected one); then parse its kernels while the parent finishes the join and, if asked, render
-    the later part of the output and write it into the output file where the parent's part ends."""
+    the later part of the output and write it into the output file where the parent's part ends
+    (for ``.gz`` output: compress it and send it to the parent)."""
     from array import array
 
     from .shape_costs import CostJoin
@@ -656,7 +660,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     job = _get(rx)
     if job is None:
         return
-    costs, starts_before, ends_before = job
+    costs, starts_before, ends_before, gz = job
     starts_all, ends_all = array("q"), array("q")
     starts_all.frombytes(starts_before)
     ends_all.frombytes(ends_before)
@@ -673,6 +677,22 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     pieces.write(memoryview(raw)[at:])
     del pre
     _mark("worker rendered its part")
+    counts = (astats.events_augmented, astats.nonpositive_dur, astats.peaks_known)
+    if gz:
+        # A deflate stream of its own; the parent puts it after its part, and the CRC of the whole
+        # text continues from the parent's.
+        import zlib
+
+        deflate = tf.deflate_raw()
+        body = [deflate.compress(p) for p in pieces]
+        body.append(deflate.flush())
+        crc, size = _get(rx), 0
+        for p in pieces:
+            crc = zlib.crc32(p, crc)
+            size += len(p)
+        _mark("worker compressed its part")
+        _put(tx, (b"".join(body), crc, size, counts))
+        return
     where = _get(rx)  # the output file, and where in it the parent's part ends
     if where is None:
         return
@@ -681,7 +701,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
         out.seek(offset)
         out.writelines(pieces)
     _mark("worker wrote its part")
-    _put(tx, (astats.events_augmented, astats.nonpositive_dur, astats.peaks_known))
+    _put(tx, counts)
 
 
 def _join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, base: int = 0) -> bool:
@@ -824,12 +844,12 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
         def write(out: Any, path: str) -> None:
             nonlocal worker
             k = len(todo)
-            if worker is not None and not gz_out and k >= 2:
-                k -= int(k * _WRITE_SHARE)
+            if worker is not None and k >= 2:
+                k -= int(k * (_WRITE_SHARE_GZ if gz_out else _WRITE_SHARE))
                 later = {i: costs[i] for i in todo[k:]}
                 try:
                     # its part may begin before the cut: it gets the spans it lacks
-                    worker.send((later, starts[:mid].tobytes(), ends[:mid].tobytes()))
+                    worker.send((later, starts[:mid].tobytes(), ends[:mid].tobytes(), gz_out))
                 except _WorkerGone:
                     k = len(todo)
                 _mark("sent the worker its costs")
@@ -839,14 +859,21 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
                         worker.send(None)  # nothing for it to do
                     worker.close()
                     worker = None
-                at = _emit(raw, starts, ends, todo, costs, device, astats, out, 0, show)
-                out.write(memoryview(raw)[at:])
+                with tf.gzip_writer(out) if gz_out else contextlib.nullcontext(out) as sink:
+                    at = _emit(raw, starts, ends, todo, costs, device, astats, sink, 0, show)
+                    sink.write(memoryview(raw)[at:])
                 return
-            # Both processes write into the output file: this process renders its part first, to
-            # know where the worker's part begins, while the worker renders its own.
+            # Both processes write: this process renders its part first, while the worker renders
+            # its own.
             pieces = _Pieces()
             at = _emit(raw, starts, ends, todo[:k], costs, device, astats, pieces, 0, show)
             pieces.write(memoryview(raw)[at:starts[todo[k]]])
+            if gz_out:
+                _write_gzip_parts(out, pieces, worker, lambda sink: _emit(
+                    raw, starts, ends, todo[k:], costs, device, astats, sink, -1, None), raw, astats,
+                    while_waiting=held.clear)
+                return
+            # Plain JSON: the worker writes its part into the output file where this one ends.
             offset = out.tell() + sum(map(len, pieces))
             with contextlib.suppress(_WorkerGone):  # noticed at recv() below
                 worker.send((path, offset))
@@ -866,14 +893,12 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
                     at = _emit(raw, starts, ends, todo[k:], costs, device, astats, out, -1, None)
                     out.write(memoryview(raw)[at:])
                 else:
-                    astats.events_augmented += counts[0]
-                    astats.nonpositive_dur += counts[1]
-                    astats.peaks_known = astats.peaks_known or counts[2]
+                    _add_counts(astats, counts)
                     _mark("the worker wrote its part")
             finally:
                 syncing.join()  # before the file is closed
 
-        tf.write_atomic(dst, write, with_path=True)
+        tf.write_atomic(dst, write, with_path=True, compress=False)  # write() compresses .gz itself
         _mark("renamed")
         if worker is not None:
             worker.close()
@@ -882,6 +907,55 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
         if worker is not None:  # given up on (fallback or error): stop it now
             worker.close(kill=True)
     return _final_stats(astats, stats, note, 0)
+
+
+def _add_counts(astats: AugmentStats, counts: tuple[int, int, bool]) -> None:
+    """Add the worker's counts (events augmented, durations not positive, peaks known) to ``astats``."""
+    astats.events_augmented += counts[0]
+    astats.nonpositive_dur += counts[1]
+    astats.peaks_known = astats.peaks_known or counts[2]
+
+
+def _write_gzip_parts(out: Any, pieces: list, worker: "_Worker", emit_rest: Callable[[Any], int], raw: Any,
+                      astats: AugmentStats, while_waiting: Callable[[], None]) -> None:
+    """Write one gzip member holding ``pieces`` (this process's part of the output) followed by the
+    worker's part, which the worker compresses meanwhile as a deflate stream of its own: this part
+    ends with a sync flush, the worker's with the final block, and the trailer's CRC runs over both
+    (the worker continues it from this part's). If the worker fails, its part is rendered
+    (``emit_rest(sink)`` returns where the input still to copy begins) and compressed here."""
+    import zlib
+
+    crc = size = 0
+    for p in pieces:
+        crc = zlib.crc32(p, crc)
+        size += len(p)
+    with contextlib.suppress(_WorkerGone):  # noticed at recv() below
+        worker.send(crc)
+    deflate = tf.deflate_raw()
+    out.write(tf.GZIP_HEADER)
+    for p in pieces:
+        out.write(deflate.compress(p))
+    pieces.clear()
+    _mark("compressed the first part")
+    while_waiting()
+    try:
+        body, crc_all, size_rest, counts = worker.recv()
+    except _WorkerGone:
+        log.warning("the fast-path worker failed; writing its part here")
+        rest = _Pieces()
+        rest.write(memoryview(raw)[emit_rest(rest):])
+        for p in rest:
+            crc = zlib.crc32(p, crc)
+            size += len(p)
+            out.write(deflate.compress(p))
+        out.write(deflate.flush())
+    else:
+        out.write(deflate.flush(zlib.Z_SYNC_FLUSH))
+        out.write(body)
+        crc, size = crc_all, size + size_rest
+        _add_counts(astats, counts)
+        _mark("appended the worker's compressed part")
+    out.write(tf.gzip_trailer(crc, size))
 
 
 def _start_sync(fd: int) -> threading.Thread:

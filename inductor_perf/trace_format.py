@@ -251,18 +251,44 @@ def save_trace(trace: dict, path: str | os.PathLike, *,
     write_atomic(path, lambda out: _write_streaming(out, trace, enc, progress))
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[..., None], *, with_path: bool = False) -> None:
-    """Call ``write(f)`` with a binary file whose bytes become ``path`` (gzip when it ends with
-    ``.gz``) only once ``write`` returns: a temporary file beside it is fsynced and renamed.
+GZIP_LEVEL = 6
+# What gzip.GzipFile(mode="wb", compresslevel=GZIP_LEVEL, mtime=0) writes first, for writers that
+# assemble a gzip member themselves (deflate_raw, gzip_trailer).
+GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
+
+
+def gzip_writer(raw: Any) -> gzip.GzipFile:
+    """A gzip stream over the binary file ``raw`` (closing it leaves ``raw`` open)."""
+    return gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=GZIP_LEVEL, mtime=0)
+
+
+def deflate_raw() -> Any:
+    """A raw deflate compressor for the body of a gzip member: streams from two of them can be joined
+    when the first ends with a ``Z_SYNC_FLUSH`` and the second with the final flush."""
+    return zlib.compressobj(GZIP_LEVEL, zlib.DEFLATED, -zlib.MAX_WBITS)
+
+
+def gzip_trailer(crc: int, size: int) -> bytes:
+    """The end of a gzip member: CRC-32 and length (mod 2**32) of the uncompressed text."""
+    return (crc & 0xFFFFFFFF).to_bytes(4, "little") + (size & 0xFFFFFFFF).to_bytes(4, "little")
+
+
+def write_atomic(path: str | os.PathLike, write: Callable[..., None], *, with_path: bool = False,
+                 compress: bool | None = None) -> None:
+    """Call ``write(f)`` with a binary file whose bytes become ``path`` only once ``write`` returns:
+    a temporary file beside it is fsynced and renamed. What is written is gzip-compressed when
+    ``compress`` is true, or when it is None and ``path`` ends with ``.gz``.
 
     ``with_path``: call ``write(f, temp_path)`` instead, for a writer that has another process
     write part of the temporary file (it must be done when ``write`` returns)."""
     p = os.fspath(path)
+    if compress is None:
+        compress = p.endswith(".gz")
     directory = os.path.dirname(os.path.abspath(p))
     fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(p) + ".", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as raw:
-            out = gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=6, mtime=0) if p.endswith(".gz") else raw
+            out = gzip_writer(raw) if compress else raw
             try:
                 if with_path:
                     write(out, tmp)

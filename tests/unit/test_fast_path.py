@@ -370,10 +370,11 @@ def test_duplicate_external_ids_across_the_split(tmp_path):
     assert sum(1 for e in fast["traceEvents"] if e["args"].get(tf.KERNEL_FLOP) == 128) == 7
 
 
-def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch, processes, caplog):
-    # A worker that dies before answering, after sending its index, or while writing its part of
-    # the output: the parent does that work itself and writes the same JSON. (Forced on in both
-    # parametrizations.)
+@pytest.mark.parametrize("ext", [".json", ".json.gz"])
+def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch, processes, caplog, ext):
+    # A worker that dies before answering, after sending its index, or while writing (or, for .gz
+    # output, compressing) its part of the output: the parent does that work itself and writes the
+    # same JSON. (Forced on in both parametrizations.)
     monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0)
     full = str(tmp_path / "full.json")
     A.augment_file(generated, full, fast=False)
@@ -398,14 +399,19 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
         # the real worker, up to where it is told where its part goes: it scribbles there and dies
         get = A._get
 
+        seen = []
+
         def get_then_scribble(f):
             got = get(f)
+            seen.append(got)
             if isinstance(got, tuple) and len(got) == 2 and isinstance(got[0], str):
                 path, offset = got
                 with open(path, "r+b") as out:
                     out.seek(offset)
                     out.write(b"#" * 4096)
                 raise RuntimeError("worker gone")
+            if type(got) is int and len(seen) == 3:  # after its index and its job: the CRC of the
+                raise RuntimeError("worker gone")      # parent's part of a .gz output; it is compressing
             return got
 
         A._get = get_then_scribble  # in this forked process only
@@ -415,7 +421,7 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
                        (dies_while_writing, "writing its part here")):
         caplog.clear()
         monkeypatch.setattr(A, "_worker_main", fake)
-        out = str(tmp_path / (fake.__name__ + ".json"))
+        out = str(tmp_path / (fake.__name__ + ext))
         A.augment_file(generated, out, fast=True)
         assert _load(out) == _load(full)
         assert said in caplog.text

@@ -3,6 +3,7 @@ raising anything but TraceFormatError, and comes back as strict JSON with the sa
 
 from __future__ import annotations
 
+import gzip
 import json
 import math
 from types import MappingProxyType, SimpleNamespace
@@ -93,8 +94,8 @@ def test_fuzz_pipeline(tmp_path_factory, trace):
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(traces, st.sampled_from([None, 1]), st.booleans())
-def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory, trace, indent, two):
+@given(traces, st.sampled_from([None, 1]), st.booleans(), st.sampled_from([".json", ".json.gz"]))
+def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory, trace, indent, two, ext):
     # The same trace through augment_file's large-file path (in one process or with its forked
     # worker) and through the full load: the same JSON and stats, or the same one-line error.
     pytest.importorskip("orjson")
@@ -112,13 +113,14 @@ def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory,
     try:
         got = []
         for fast in (False, True):
-            out = d / f"out_{fast}.json"
+            out = d / f"out_{fast}{ext}"
             try:
                 stats = A.augment_file(str(src), str(out), fast=fast)
             except TraceFormatError as e:
                 got.append(("error", str(e).replace(str(out), "OUT")))
             else:
-                got.append((json.loads(out.read_bytes(), parse_constant=_strict), stats))
+                text = gzip.decompress(out.read_bytes()) if ext.endswith(".gz") else out.read_bytes()
+                got.append((json.loads(text, parse_constant=_strict), stats))
     finally:
         A.PARALLEL_MIN_BYTES = saved
     assert got[0] == got[1]
