@@ -8,8 +8,8 @@ linking them.
 
 The default layout is the text torch.profiler's Kineto writer produces (torch 2.13): one member
 per line, indented, the args object on a line of its own after a lone comma, ``Input Strides``
-recorded beside ``Input Dims``; 1M events is then about 330 MB. ``--layout compact`` writes each
-event as one compact JSON object (about 240 MB).
+recorded beside ``Input Dims``; 1M events is then about 325 MB. ``--layout compact`` writes each
+event as one compact JSON object (about 227 MB).
 
 Upstream's ``profile_analysis --augment_trace`` needs: ``deviceProperties`` entries with ``id`` and
 ``name``; an ``args`` dict on every kernel; every kernel's ``External id`` present on exactly one

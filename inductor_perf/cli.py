@@ -224,9 +224,9 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:
-    from .comparison import diff_files
-
     import os
+
+    from .comparison import diff_files
 
     with _Ticker() as tick:
         tick.stage = f"comparing {os.path.basename(args.a)} and {os.path.basename(args.b)}"
