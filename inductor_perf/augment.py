@@ -520,14 +520,14 @@ RSS also counts the pages it still shares with its parent, so the parent's peak 
 upper bound on what the two used together."""
 
 
-_T0 = [0.0]
+_CLOCK = {"t0": 0.0, "who": "main"}
+"""When the fast path began, and which process this is (the worker sets "who" after the fork)."""
 
 
 def _mark(what: str) -> None:
     """Debug log of the fast path's stages (``inductor-perf -v augment``): seconds since it began, per process."""
     if log.isEnabledFor(logging.DEBUG):
-        log.debug("fast path [%s] %.3f s: %s", "worker" if _T0[0] < 0 else "main",
-                  time.perf_counter() - abs(_T0[0]), what)
+        log.debug("fast path [%s] %.3f s: %s", _CLOCK["who"], time.perf_counter() - _CLOCK["t0"], what)
 
 
 class _WorkerGone(Exception):
@@ -632,7 +632,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
 
     from .shape_costs import CostJoin
 
-    _T0[0] = -abs(_T0[0])
+    _CLOCK["who"] = "worker"
     _mark("worker started")
     last = None if tf.events_key_in(raw, cut - 1, len(raw)) else tf.split_last_events(raw, cut - 1)
     framed = None if last is None else tf.framed_split(raw, gz, start, last[2], last[0], last[1])
@@ -681,15 +681,10 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     if gz:
         # A deflate stream of its own; the parent puts it after its part, and the CRC of the whole
         # text continues from the parent's.
-        import zlib
-
         deflate = tf.deflate_raw()
         body = [deflate.compress(p) for p in pieces]
         body.append(deflate.flush())
-        crc, size = _get(rx), 0
-        for p in pieces:
-            crc = zlib.crc32(p, crc)
-            size += len(p)
+        crc, size = _crc_and_size(pieces, _get(rx))
         _mark("worker compressed its part")
         _put(tx, (b"".join(body), crc, size, counts))
         return
@@ -734,7 +729,7 @@ def _augment_file_fast(src: str, dst: str, device: Any, show: _Progress) -> Augm
     bytes of unchanged events and re-encodes the augmented ones. Large inputs share both passes
     with a forked worker (:data:`PARALLEL_MIN_BYTES`).
     """
-    _T0[0] = time.perf_counter()
+    _CLOCK.update(t0=time.perf_counter(), who="main")
     show("loading")
     read = tf.read_trace_bytes(src, map_file=True)
     if read is None:
@@ -916,6 +911,15 @@ def _add_counts(astats: AugmentStats, counts: tuple[int, int, bool]) -> None:
     astats.peaks_known = astats.peaks_known or counts[2]
 
 
+def _crc_and_size(pieces: list, crc: int = 0) -> tuple[int, int]:
+    """CRC-32 of the pieces' bytes, continued from ``crc``, and their total length."""
+    import zlib
+
+    for p in pieces:
+        crc = zlib.crc32(p, crc)
+    return crc, sum(map(len, pieces))
+
+
 def _write_gzip_parts(out: Any, pieces: list, worker: "_Worker", emit_rest: Callable[[Any], int], raw: Any,
                       astats: AugmentStats, while_waiting: Callable[[], None]) -> None:
     """Write one gzip member holding ``pieces`` (this process's part of the output) followed by the
@@ -925,10 +929,7 @@ def _write_gzip_parts(out: Any, pieces: list, worker: "_Worker", emit_rest: Call
     (``emit_rest(sink)`` returns where the input still to copy begins) and compressed here."""
     import zlib
 
-    crc = size = 0
-    for p in pieces:
-        crc = zlib.crc32(p, crc)
-        size += len(p)
+    crc, size = _crc_and_size(pieces)
     with contextlib.suppress(_WorkerGone):  # noticed at recv() below
         worker.send(crc)
     deflate = tf.deflate_raw()
@@ -944,10 +945,9 @@ def _write_gzip_parts(out: Any, pieces: list, worker: "_Worker", emit_rest: Call
         log.warning("the fast-path worker failed; writing its part here")
         rest = _Pieces()
         rest.write(memoryview(raw)[emit_rest(rest):])
-        for p in rest:
-            crc = zlib.crc32(p, crc)
-            size += len(p)
-            out.write(deflate.compress(p))
+        crc, size_rest = _crc_and_size(rest, crc)
+        size += size_rest
+        out.writelines(deflate.compress(p) for p in rest)
         out.write(deflate.flush())
     else:
         out.write(deflate.flush(zlib.Z_SYNC_FLUSH))

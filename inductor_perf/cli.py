@@ -7,7 +7,6 @@ import argparse
 import logging
 import sys
 import threading
-import time
 import warnings
 from typing import Any, Sequence
 
@@ -130,41 +129,36 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
 
 class _Ticker:
-    """``inductor-perf: <stage> (N s)`` on stderr, refreshed twice a second from a thread once the
-    command has run for :attr:`AFTER` seconds; only when stderr is a terminal, and the line is
-    cleared at the end. For commands whose long steps report no fraction (summary, diff)."""
+    """Refreshes augment's stage line (:class:`augment._Progress`: stderr, terminal only, after 2 s)
+    twice a second from a thread, for commands whose long steps report no fraction (summary, diff);
+    the line is cleared at the end."""
 
-    AFTER = 2.0
     EVERY = 0.5
 
     def __init__(self) -> None:
+        from .augment import _Progress
+
         self.stage = ""
-        self._t0 = time.monotonic()
+        self.show = _Progress(True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._shown = False
 
     def __enter__(self) -> "_Ticker":
-        if sys.stderr.isatty():
+        if self.show.enabled:
             self._thread = threading.Thread(target=self._run, name="inductor-perf-progress", daemon=True)
             self._thread.start()
         return self
 
     def _run(self) -> None:
         while not self._stop.wait(self.EVERY):
-            elapsed = time.monotonic() - self._t0
-            if elapsed >= self.AFTER and self.stage:
-                sys.stderr.write(f"\rinductor-perf: {self.stage} ({elapsed:.0f} s)\x1b[K")
-                sys.stderr.flush()
-                self._shown = True
+            if self.stage:
+                self.show(self.stage)
 
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        if self._shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
+        self.show.done()
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
