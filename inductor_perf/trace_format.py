@@ -129,7 +129,8 @@ def _parse(raw: bytes, path: str) -> tuple[Any, int]:
         try:
             return orjson.loads(raw), 0
         except orjson.JSONDecodeError:
-            pass  # maybe NaN/Infinity or a >64-bit integer: the stdlib parser accepts those
+            pass  # maybe NaN/Infinity: the stdlib parser accepts those
+            # (orjson reads an integer outside [-2**63, 2**64) as a float, without an error)
     non_finite = 0
 
     def _constant(_name: str) -> None:
