@@ -13,13 +13,17 @@ import functools
 import logging
 import math
 import os
+import pickle
 import re
 import signal
 import sys
 import threading
 import time
+import warnings
+import zlib
+from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from . import trace_format as tf
 from .errors import TraceFormatError
@@ -520,48 +524,88 @@ RSS also counts the pages it still shares with its parent, so the parent's peak 
 upper bound on what the two used together."""
 
 
-_CLOCK = {"t0": 0.0, "who": "main"}
-"""When the fast path began, and which process this is (the worker sets "who" after the fork)."""
+_CLOCK: dict[str, Any] = {"t0": 0.0, "who": "main", "marks": None}
+"""When the fast path began, which process this is (the worker sets "who" after the fork), and the
+worker's stage marks ("marks": a list in the worker when the parent logs at debug level, else None)."""
 
 
 def _mark(what: str) -> None:
-    """Debug log of the fast path's stages (``inductor-perf -v augment``): seconds since it began, per process."""
-    if log.isEnabledFor(logging.DEBUG):
-        log.debug("fast path [%s] %.3f s: %s", _CLOCK["who"], time.perf_counter() - _CLOCK["t0"], what)
+    """Debug log of the fast path's stages (``inductor-perf -v augment``): seconds since it began, per
+    process. The worker never logs (see :class:`_Worker`): it keeps its marks for the parent to log."""
+    if _CLOCK["who"] == "worker":
+        marks = _CLOCK["marks"]
+        if marks is not None:
+            marks.append((time.perf_counter() - _CLOCK["t0"], what))
+    elif log.isEnabledFor(logging.DEBUG):
+        log.debug("fast path [main] %.3f s: %s", time.perf_counter() - _CLOCK["t0"], what)
+
+
+def _log_worker_marks(marks: list[tuple[float, str]] | None) -> None:
+    """Log the marks the worker sent back (perf_counter is one clock for both processes)."""
+    for t, what in marks or ():
+        log.debug("fast path [worker] %.3f s: %s", t, what)
 
 
 class _WorkerGone(Exception):
     """The worker died or closed its pipe before answering."""
 
 
+_FORK_WARNING = r"This process \(pid=\d+\) is multi-threaded, use of fork\(\) may lead to deadlocks"
+"""The start of the DeprecationWarning Python 3.12+ gives for ``os.fork()`` with other threads alive."""
+
+
 class _Worker:
     """A forked helper for :func:`_augment_file_fast`; see :func:`_worker_main` for what it does.
 
     The input bytes and span arrays are shared with it copy-on-write; what goes back and forth
-    (its join index, the costs of its events, three counters) is pickled through two pipes."""
+    (its join index, the costs of its events and their peaks, three counters) is pickled through two
+    pipes.
+
+    It is forked whatever other threads run (torch 2.15 starts some when imported; callers have their
+    own). The child has only the thread that forked, and a lock another thread held at the fork stays
+    held in the child for good, so the child runs only code that needs no such lock:
+
+    - it loads no module: all it uses is imported before the fork (this module's imports, and orjson,
+      CostJoin and classify in :func:`_augment_raw`), so an import statement it runs is a lookup in
+      ``sys.modules`` (CPython takes a module's lock only while that module is being imported);
+    - it never logs: :func:`_mark` keeps its marks for the parent, and logging is disabled in it for
+      other modules' debug lines (a handler could need a lock of its own or its stream's; the logging
+      lock that disabling takes is reinitialised in the child by logging's own fork hook);
+    - it looks up no device (the device table has a lock and logs; the TF32 switches are torch's): the
+      parent sends it the peaks it needs (:class:`_Roofs`). It touches no torch;
+    - it ends in ``os._exit`` (no atexit handlers, no flushing of buffers it inherited), without
+      leaving the ``catch_warnings`` block around the fork (which would restore the filters).
+    """
 
     def __init__(self, main: Callable[..., None], *args: Any) -> None:
         """Fork; the child runs ``main(*args, rx, tx)`` with its ends of the pipes, then exits."""
         p2c_r, p2c_w = os.pipe()
         c2p_r, c2p_w = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError:
-            for fd in (p2c_r, p2c_w, c2p_r, c2p_w):
-                os.close(fd)
-            raise
-        if pid == 0:  # the worker: never returns into the caller's code
-            code = 1
+        _CLOCK["marks"] = [] if log.isEnabledFor(logging.DEBUG) else None  # the child's copy fills
+        with warnings.catch_warnings():
+            # The child is safe with other threads alive (above): no warning about them.
+            warnings.filterwarnings("ignore", _FORK_WARNING, DeprecationWarning)
             try:
-                os.close(p2c_w)
-                os.close(c2p_r)
-                with os.fdopen(p2c_r, "rb") as rx, os.fdopen(c2p_w, "wb") as tx:
-                    main(*args, rx, tx)
-                code = 0
-            except BaseException:  # noqa: BLE001 - the parent sees the pipe close and does the work
-                pass
-            finally:
-                os._exit(code)
+                pid = os.fork()
+            except OSError:
+                for fd in (p2c_r, p2c_w, c2p_r, c2p_w):
+                    os.close(fd)
+                raise
+            if pid == 0:  # the worker: never returns into the caller's code
+                code = 1
+                try:
+                    _CLOCK["who"] = "worker"
+                    logging.disable(logging.CRITICAL)
+                    os.close(p2c_w)
+                    os.close(c2p_r)
+                    with os.fdopen(p2c_r, "rb") as rx, os.fdopen(c2p_w, "wb") as tx:
+                        main(*args, rx, tx)
+                    code = 0
+                except BaseException:  # noqa: BLE001 - the parent sees the pipe close and does the work
+                    pass
+                finally:
+                    os._exit(code)
+        _CLOCK["marks"] = None
         os.close(p2c_r)
         os.close(c2p_w)
         self.pid = pid
@@ -569,8 +613,6 @@ class _Worker:
         self.rx = os.fdopen(c2p_r, "rb")
 
     def send(self, obj: Any) -> None:
-        import pickle
-
         try:
             _put(self.tx, obj)
         except (OSError, pickle.PicklingError, TypeError) as e:  # BrokenPipeError: the worker is gone
@@ -600,8 +642,6 @@ class _Worker:
 
 
 def _put(f: Any, obj: Any) -> None:
-    import pickle
-
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     f.write(len(data).to_bytes(8, "little"))
     f.write(data)
@@ -609,8 +649,6 @@ def _put(f: Any, obj: Any) -> None:
 
 
 def _get(f: Any) -> Any:
-    import pickle
-
     head = f.read(8)
     if len(head) != 8:
         raise EOFError("pipe closed")
@@ -621,31 +659,41 @@ def _get(f: Any) -> Any:
     return pickle.loads(data)
 
 
-def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: Any, tx: Any) -> None:
+@dataclass(frozen=True)
+class _Roofs:
+    """Stands in for the device in the worker's :func:`_emit`: the bandwidth (:func:`_bandwidth`) and,
+    looked up by the parent, the peak of each ``(dtype, matmul)`` key of the costs it renders."""
+
+    mem_bandwidth_gbs: float | None
+    peaks: dict[tuple[Any, bool], float | None]
+
+
+def _roofs(device: Any, costs: Iterable[EventCost]) -> _Roofs | None:
+    """The :class:`_Roofs` of ``device`` for ``costs`` (None without a device)."""
+    if device is None:
+        return None
+    keys = {(c.dtype, c.matmul_flops > 0) for c in costs}
+    return _Roofs(_bandwidth(device), {k: _peak(device, k[0], k[1]) for k in keys})
+
+
+def _worker_main(raw: bytes, gz: bool, start: int, cut: int, join_type: Callable[..., Any], rx: Any,
+                 tx: Any) -> None:
     """In the forked worker: split the events array from ``cut`` (:func:`trace_format.event_cut`)
     to its end, take the number of events before the cut from the parent, index its events under
-    their global numbers and send back the spans and the join state (None: the layout is not the
-    expected one); then parse its kernels while the parent finishes the join and, if asked, render
-    the later part of the output and write it into the output file where the parent's part ends
-    (for ``.gz`` output: compress it and send it to the parent)."""
-    from array import array
-
-    from .shape_costs import CostJoin
-
-    _CLOCK["who"] = "worker"
+    their global numbers in a ``join_type`` (:class:`shape_costs.CostJoin`) and send back the spans
+    and the join state (None: the layout is not the expected one); then parse its kernels while the
+    parent finishes the join and, if asked, render the later part of the output with the peaks the
+    parent sends and write it into the output file where the parent's part ends (for ``.gz`` output:
+    compress it and send it to the parent). :class:`_Worker` says what it must not do."""
     _mark("worker started")
     last = None if tf.events_key_in(raw, cut - 1, len(raw)) else tf.split_last_events(raw, cut - 1)
-    framed = None if last is None else tf.framed_split(raw, gz, start, last[2], last[0], last[1])
     _mark("worker split")
     base = _get(rx)
-    if framed is None or last is None:
+    if last is None:
         _put(tx, None)
         return
     starts, ends, end = last
-    if device is None:
-        device, _note = device_from_trace(framed.header)
-    del framed
-    part = CostJoin(load=lambda i: None)  # never finished here: the parent reads events back
+    part = join_type(load=lambda i: None)  # never finished here: the parent reads events back
     if not _join_range(raw, starts, ends, 0, len(starts), part, base):
         _put(tx, None)
         return
@@ -660,7 +708,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     job = _get(rx)
     if job is None:
         return
-    costs, starts_before, ends_before, gz = job
+    costs, starts_before, ends_before, gz, roofs = job
     starts_all, ends_all = array("q"), array("q")
     starts_all.frombytes(starts_before)
     ends_all.frombytes(ends_before)
@@ -673,7 +721,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
     _mark("worker got costs")
     astats = AugmentStats()
     pieces = _Pieces()
-    at = _emit(raw, starts, ends, sorted(costs), costs, device, astats, pieces, -1, None, pre, base)
+    at = _emit(raw, starts, ends, sorted(costs), costs, roofs, astats, pieces, -1, None, pre, base)
     pieces.write(memoryview(raw)[at:])
     del pre
     _mark("worker rendered its part")
@@ -686,7 +734,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
         body.append(deflate.flush())
         crc, size = _crc_and_size(pieces, _get(rx))
         _mark("worker compressed its part")
-        _put(tx, (b"".join(body), crc, size, counts))
+        _put(tx, (b"".join(body), crc, size, counts, _CLOCK["marks"]))
         return
     where = _get(rx)  # the output file, and where in it the parent's part ends
     if where is None:
@@ -696,7 +744,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, device: Any, rx: An
         out.seek(offset)
         out.writelines(pieces)
     _mark("worker wrote its part")
-    _put(tx, counts)
+    _put(tx, (counts, _CLOCK["marks"]))
 
 
 def _join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, base: int = 0) -> bool:
@@ -758,14 +806,13 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
     WORKER_MAXRSS_KB.clear()
     worker = None
     cut = None
-    # Only from a single-threaded process: a fork copies no other thread, and a lock one of them
-    # held (an import, a logging handler) would stay held in the worker.
-    if hasattr(os, "fork") and threading.active_count() == 1 and len(raw) >= PARALLEL_MIN_BYTES:
+    if hasattr(os, "fork") and len(raw) >= PARALLEL_MIN_BYTES:
         # The worker splits and parses the events after the cut; this process, those before it.
         cut = tf.event_cut(raw, start, 1.0 - _JOIN_SHARE)
         if cut is not None:
+            _roofline_classify()  # imported here, as orjson and CostJoin above: the worker imports nothing
             try:
-                worker = _Worker(_worker_main, raw, gz, start, cut, device)
+                worker = _Worker(_worker_main, raw, gz, start, cut, CostJoin)
             except OSError as e:
                 log.info("no fast-path worker (%s); working in one process", e)
     try:
@@ -844,7 +891,8 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
                 later = {i: costs[i] for i in todo[k:]}
                 try:
                     # its part may begin before the cut: it gets the spans it lacks
-                    worker.send((later, starts[:mid].tobytes(), ends[:mid].tobytes(), gz_out))
+                    worker.send((later, starts[:mid].tobytes(), ends[:mid].tobytes(), gz_out,
+                                 _roofs(device, later.values())))
                 except _WorkerGone:
                     k = len(todo)
                 _mark("sent the worker its costs")
@@ -882,13 +930,14 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
             try:
                 held.clear()
                 try:
-                    counts = worker.recv()
+                    counts, marks = worker.recv()
                 except _WorkerGone:
                     log.warning("the fast-path worker failed; writing its part here")
                     at = _emit(raw, starts, ends, todo[k:], costs, device, astats, out, -1, None)
                     out.write(memoryview(raw)[at:])
                 else:
                     _add_counts(astats, counts)
+                    _log_worker_marks(marks)
                     _mark("the worker wrote its part")
             finally:
                 syncing.join()  # before the file is closed
@@ -913,8 +962,6 @@ def _add_counts(astats: AugmentStats, counts: tuple[int, int, bool]) -> None:
 
 def _crc_and_size(pieces: list, crc: int = 0) -> tuple[int, int]:
     """CRC-32 of the pieces' bytes, continued from ``crc``, and their total length."""
-    import zlib
-
     for p in pieces:
         crc = zlib.crc32(p, crc)
     return crc, sum(map(len, pieces))
@@ -927,8 +974,6 @@ def _write_gzip_parts(out: Any, pieces: list, worker: "_Worker", emit_rest: Call
     ends with a sync flush, the worker's with the final block, and the trailer's CRC runs over both
     (the worker continues it from this part's). If the worker fails, its part is rendered
     (``emit_rest(sink)`` returns where the input still to copy begins) and compressed here."""
-    import zlib
-
     crc, size = _crc_and_size(pieces)
     with contextlib.suppress(_WorkerGone):  # noticed at recv() below
         worker.send(crc)
@@ -940,7 +985,7 @@ def _write_gzip_parts(out: Any, pieces: list, worker: "_Worker", emit_rest: Call
     _mark("compressed the first part")
     while_waiting()
     try:
-        body, crc_all, size_rest, counts = worker.recv()
+        body, crc_all, size_rest, counts, marks = worker.recv()
     except _WorkerGone:
         log.warning("the fast-path worker failed; writing its part here")
         rest = _Pieces()
@@ -954,6 +999,7 @@ def _write_gzip_parts(out: Any, pieces: list, worker: "_Worker", emit_rest: Call
         out.write(body)
         crc, size = crc_all, size + size_rest
         _add_counts(astats, counts)
+        _log_worker_marks(marks)
         _mark("appended the worker's compressed part")
     out.write(tf.gzip_trailer(crc, size))
 
@@ -1026,7 +1072,8 @@ def _emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[in
     import orjson
 
     loads = orjson.loads
-    peak_cache: dict[tuple[Any, bool], float | None] = {}
+    # The worker's device is a _Roofs: every peak it asks for is in the cache already.
+    peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is _Roofs else {}
     bandwidth = _bandwidth(device)
     enc = tf._encoder()
     static: dict[int, tuple[EventCost, dict[str, Any], dict[str, Any], int, int]] = {}

@@ -158,11 +158,13 @@ def test_ticker_refreshes_the_stage_on_a_terminal(monkeypatch):
     with cli._Ticker() as tick:
         tick.show.t0 -= 10  # as if 10 s had passed
         tick.stage = "summarizing big.json"
+        thread = tick._thread
+        assert thread is not None and thread in threading.enumerate()
         time.sleep(0.2)
     out = tty.getvalue()
     assert out.startswith("\rinductor-perf: summarizing big.json (10 s)\x1b[K")
     assert out.endswith("\r\x1b[K")
-    assert threading.active_count() == 1  # its thread is gone
+    assert not thread.is_alive() and thread not in threading.enumerate()  # its thread is gone
     pipe = io.StringIO()
     monkeypatch.setattr("sys.stderr", pipe)
     with cli._Ticker() as tick:

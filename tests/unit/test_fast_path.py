@@ -3,11 +3,16 @@ bytes) writes the same JSON as the full load, and falls back to it on layouts it
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import gzip
 import importlib.util
 import json
+import logging
 import os
+import signal
+import threading
+import warnings
 
 import pytest
 
@@ -38,15 +43,9 @@ def _load(path: str):
 def processes(request, monkeypatch):
     """Every test runs with the fast path in one process and with its forked worker forced on
     (the worker normally starts only for files of PARALLEL_MIN_BYTES or more)."""
-    import threading
-
     two = request.param == "two_processes"
     if two and not hasattr(os, "fork"):
         pytest.skip("no os.fork here")
-    # augment forks only from a single-threaded process; pyproject runs tests/unit before the
-    # integration tests, whose compiles leave Inductor's worker threads behind.
-    assert threading.active_count() == 1, (
-        "run tests/unit before tests that start threads (pyproject's testpaths order does)")
     monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0 if two else 1 << 62)
     return two
 
@@ -383,19 +382,17 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
     def dies_at_once(*a):
         raise RuntimeError("worker gone")
 
-    def dies_before_writing(raw, gz, start, cut, device, rx, tx):
+    def dies_before_writing(raw, gz, start, cut, join_type, rx, tx):
         # does its part of the split and the join as the real one does, then dies
-        from inductor_perf.shape_costs import CostJoin
-
         starts, ends, end = tf.split_last_events(raw, cut - 1)
         base = A._get(rx)
-        part = CostJoin(load=lambda i: None)
+        part = join_type(load=lambda i: None)
         assert A._join_range(raw, starts, ends, 0, len(starts), part, base)
         A._put(tx, (end, starts.tobytes(), ends.tobytes(), part.state()))
         A._get(rx)
         raise RuntimeError("worker gone")
 
-    def dies_while_writing(raw, gz, start, cut, device, rx, tx):
+    def dies_while_writing(raw, gz, start, cut, join_type, rx, tx):
         # the real worker, up to where it is told where its part goes: it scribbles there and dies
         get = A._get
 
@@ -415,7 +412,7 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
             return got
 
         A._get = get_then_scribble  # in this forked process only
-        real(raw, gz, start, cut, device, rx, tx)
+        real(raw, gz, start, cut, join_type, rx, tx)
 
     for fake, said in ((dies_at_once, "parsing its part here"), (dies_before_writing, "writing its part here"),
                        (dies_while_writing, "writing its part here")):
@@ -428,3 +425,125 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
         assert len(A.WORKER_MAXRSS_KB) == 1  # it was forked and reaped
     monkeypatch.setattr(A, "_worker_main", real)
     assert not [f for f in os.listdir(tmp_path) if f.endswith((".part", ".tmp"))]  # no leftovers
+
+
+# --- the worker forked while other threads run ---------------------------------------------------
+@contextlib.contextmanager
+def _other_thread(holding: threading.Lock | None = None):
+    """Another Python thread alive meanwhile (torch 2.15 starts some when imported), holding
+    ``holding`` throughout when given."""
+    ready, stop = threading.Event(), threading.Event()
+
+    def run() -> None:
+        with holding if holding is not None else contextlib.nullcontext():
+            ready.set()
+            stop.wait()
+
+    t = threading.Thread(target=run, name="test-bystander", daemon=True)
+    t.start()
+    try:
+        assert ready.wait(10)
+        yield t
+    finally:
+        stop.set()
+        t.join()
+
+
+@contextlib.contextmanager
+def _deadline(seconds: int):
+    """Fail rather than hang: a deadlocked worker would leave the parent waiting on its pipe for good."""
+
+    def expired(signum, frame):
+        raise AssertionError(f"the fast path took over {seconds} s: a deadlocked worker?")
+
+    old = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+@pytest.mark.parametrize("ext", [".json", ".json.gz"])
+def test_worker_forked_while_another_thread_runs(generated, tmp_path, processes, caplog, ext):
+    # The worker is forked though another thread is alive, and the output is the full path's; no
+    # warning about forking a multi-threaded process (Python 3.12+ gives one unless told not to).
+    caplog.set_level(logging.INFO, logger="inductor_perf")
+    with _other_thread() as t, _deadline(120), warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        full, fast, s_full, s_fast = _both(generated, tmp_path, ext)
+        assert t.is_alive() and threading.active_count() >= 2
+    assert fast == full and s_fast == s_full
+    assert len(A.WORKER_MAXRSS_KB) == (1 if processes else 0)
+    assert not [w for w in warned if "fork" in str(w.message)]
+    assert "worker" not in caplog.text  # neither "the fast-path worker failed" nor "exited with status"
+
+
+def test_worker_never_logs(generated, tmp_path, processes):
+    # Debug logging on, through a handler that needs a lock another thread holds through the fork,
+    # but only in a process other than this one: a worker that logged would hang there. The parent
+    # logs the worker's stage marks for it.
+    me = os.getpid()
+    held = threading.Lock()
+    messages: list[str] = []
+
+    class NeedsTheLock(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if os.getpid() != me:
+                with held:
+                    pass
+            messages.append(record.getMessage())
+
+    logger = logging.getLogger("inductor_perf")
+    handler, level = NeedsTheLock(logging.DEBUG), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        with _other_thread(holding=held), _deadline(120):
+            full, fast, s_full, s_fast = _both(generated, tmp_path)
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+    assert fast == full and s_fast == s_full
+    assert len(A.WORKER_MAXRSS_KB) == (1 if processes else 0)
+    worker_marks = [m for m in messages if m.startswith("fast path [worker]")]
+    assert [m.rsplit(": ", 1)[1] for m in worker_marks] == ([
+        "worker started", "worker split", "worker indexed", "worker sent index", "worker pre-parsed kernels",
+        "worker got costs", "worker rendered its part", "worker wrote its part"] if processes else [])
+    assert any(m.startswith("fast path [main]") for m in messages)
+
+
+def test_worker_loads_no_module(generated, tmp_path, processes):
+    # All the forked worker uses is imported before the fork (augment._Worker): it loads no module,
+    # also with torch imported, when the parent imports inductor_perf.devices for the device row
+    # after the fork. A fresh interpreter, since this one has loaded nearly everything already.
+    import subprocess
+    import sys
+
+    if not processes:
+        pytest.skip("about the forked worker")
+    d = str(tmp_path)
+    code = ("import json, os, sys\n"
+            "import torch\n"
+            "from inductor_perf import augment as A\n"
+            "A.PARALLEL_MIN_BYTES = 0\n"
+            "real = A._worker_main\n"
+            "def watched(*args):\n"
+            "    before, finished = set(sys.modules), False\n"
+            "    try:\n"
+            "        real(*args)\n"
+            "        finished = True\n"
+            "    finally:\n"
+            f"        with open(os.path.join({d!r}, 'worker%d' % os.getpid()), 'w') as f:\n"
+            "            json.dump([sorted(set(sys.modules) - before), finished], f)\n"
+            "A._worker_main = watched\n"
+            "for ext in ('.json', '.json.gz'):\n"
+            f"    s = A.augment_file({generated!r}, os.path.join({d!r}, 'out' + ext), fast=True)\n"
+            "    assert s.peaks_known and len(A.WORKER_MAXRSS_KB) == 1, (s, A.WORKER_MAXRSS_KB)\n"
+            "print('inductor_perf.devices' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "True"  # the torch-keyed device row was used
+    reports = [json.load(open(os.path.join(d, f))) for f in sorted(os.listdir(d)) if f.startswith("worker")]
+    assert reports == [[[], True], [[], True]]
