@@ -5,7 +5,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test setup
+.PHONY: demo test setup test-matrix
 
 $(BIN)/.installed: pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -20,3 +20,7 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -ra
+
+# The torch-version tier on 2.11, 2.12, 2.14 and 2.15, each in a cached venv (tools/test_matrix.sh).
+test-matrix:
+	tools/test_matrix.sh

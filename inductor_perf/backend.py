@@ -155,9 +155,9 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
 
     >>> model = torch.compile(torch.nn.Linear(4, 4), backend="inductor_perf")  # doctest: +SKIP
     """
-    from .compat import check_torch_version
+    from .compat import backend_support
 
-    check_torch_version()
+    support = backend_support()  # raises for torch older than we support; warns once otherwise
     ours, patches = split_options(options)
     patches = {**mode_patches(mode), **patches}
     if "inductor_perf.device" in ours:
@@ -165,6 +165,8 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     from torch._inductor.compile_fx import compile_fx
 
     tagging = ours.get("inductor_perf.tagging", True) and not env.get_flag(env.DISABLE_TAGGING)
+    # A torch without an internal we hook: exactly backend="inductor" (backend_support warned once).
+    tagging = tagging and support.tagging
     if not tagging:
         return compile_fx(gm, example_inputs, config_patches=patches or None, **kwargs)
     from torch._inductor import config as inductor_config

@@ -1,35 +1,252 @@
-"""The torch versions we support, and a loud check when another one is installed.
+"""What differs between torch releases, and what inductor_perf needs from the installed one.
 
-Almost everything inductor_perf hooks into is private Inductor API, so each torch release line
-must be tested before it is admitted here.
+Almost everything we hook into is private Inductor API. Rather than trusting a version number,
+the backend checks at its first compile that each internal in :data:`INTERNALS` is present with
+the shape we use (:func:`backend_support`):
+
+- torch older than :data:`MIN_TORCH`: :class:`~inductor_perf.errors.UnsupportedTorchError`.
+- every internal present: tag, mark and capture as usual; a release newer than the newest in
+  :data:`TESTED_TORCH` is logged once as untested.
+- one missing or changed: warn once naming it, and compile exactly as ``backend="inductor"``
+  would (no tags). The user's model never breaks because of us.
+
+Per-release differences belong here too, each behind a function named for what it adapts, so the
+rest of the package never reads ``torch.__version__``. (None is needed for 2.11 - 2.15: the one
+difference met, torch 2.15's flop_registry formula for CPU flash attention, is handled by costs.py
+asking flop_registry before its own formulas.)
+tests/integration/test_internals.py runs every check against the installed torch.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 import re
+from dataclasses import dataclass
+from typing import Any, Callable
 
-# Inclusive lower bound, exclusive upper bound, as (major, minor).
-SUPPORTED_TORCH = ((2, 13), (2, 14))
+log = logging.getLogger(__name__)
+
+MIN_TORCH = (2, 11)
+"""The oldest release line we support: older ones raise UnsupportedTorchError."""
+
+TESTED_TORCH = ((2, 11), (2, 12), (2, 13), (2, 14), (2, 15))
+"""Release lines CI tests (``make test`` on 2.13, ``make test-matrix`` on the others)."""
 
 
 def parse_version(version: str) -> tuple[int, int]:
+    """(major, minor) of a torch version string.
+
+    >>> parse_version("2.11.0+cu130")
+    (2, 11)
+    """
     match = re.match(r"(\d+)\.(\d+)", version)
     if not match:
         raise ValueError(f"cannot parse torch version {version!r}")
     return int(match.group(1)), int(match.group(2))
 
 
+def _fmt(v: tuple[int, int]) -> str:
+    return f"{v[0]}.{v[1]}"
+
+
+def installed_torch_version() -> str:
+    import torch
+
+    return str(torch.__version__)
+
+
 def check_torch_version(version: str | None = None) -> None:
-    """Raise UnsupportedTorchError unless ``version`` (default: installed torch) is supported."""
+    """Raise UnsupportedTorchError when ``version`` (default: installed torch) is older than
+    :data:`MIN_TORCH`. Newer releases are not refused: :func:`backend_support` checks them."""
     from .errors import UnsupportedTorchError
 
-    if version is None:
-        import torch
-
-        version = torch.__version__
-    low, high = SUPPORTED_TORCH
-    if not (low <= parse_version(version) < high):
+    version = installed_torch_version() if version is None else version
+    if parse_version(version) < MIN_TORCH:
         raise UnsupportedTorchError(
-            f"inductor_perf supports torch >={low[0]}.{low[1]},<{high[0]}.{high[1]}; "
-            f"found torch {version}. Install a supported torch or use backend='inductor'."
-        )
+            f"inductor_perf supports torch >={_fmt(MIN_TORCH)} (tested: "
+            f"{', '.join(_fmt(v) for v in TESTED_TORCH)}); found torch {version}. "
+            f"Upgrade torch or use backend='inductor'.")
+
+
+def is_tested(version: str) -> bool:
+    return parse_version(version) in TESTED_TORCH
+
+
+# --- the internals we use ------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Internal:
+    """One private torch API we rely on: its name, who uses it, and a check of its shape."""
+
+    name: str
+    used_by: str
+    check: Callable[[], None]
+    """Raises (AttributeError, ImportError, AssertionError...) when the internal is missing or changed."""
+
+
+def _params(fn: Any) -> list[str]:
+    return list(inspect.signature(fn).parameters)
+
+
+def _require(cond: bool, what: str) -> None:
+    if not cond:
+        raise AssertionError(what)
+
+
+def _check_provenance_hook() -> None:
+    import torch._inductor.debug as debug
+
+    fn = debug.set_kernel_post_grad_provenance_tracing
+    _require(_params(fn)[:3] == ["node_schedule", "kernel_name", "is_extern"],
+             f"parameters are {_params(fn)}")
+
+
+def _check_cpp_codegen_hook() -> None:
+    import torch._inductor.codegen.cpp as cpp
+    import torch._inductor.debug as debug
+
+    _require(getattr(cpp, "set_kernel_post_grad_provenance_tracing", None) is not None,
+             "torch._inductor.codegen.cpp no longer imports the hook by name")
+    held = cpp.set_kernel_post_grad_provenance_tracing
+    original = getattr(held, "_inductor_perf_original", held)
+    current = debug.set_kernel_post_grad_provenance_tracing
+    _require(original is getattr(current, "_inductor_perf_original", current),
+             "codegen.cpp holds another function than torch._inductor.debug's")
+
+
+def _check_compiled_fx_graph() -> None:
+    import dataclasses
+
+    from torch._inductor.output_code import CompiledFxGraph
+
+    fields = {f.name for f in dataclasses.fields(CompiledFxGraph)}
+    _require({"current_callable", "_fx_graph_cache_key"} <= fields, f"fields: {sorted(fields)}")
+
+
+def _check_compile_fx() -> None:
+    from torch._inductor.compile_fx import _CompileFxKwargs, compile_fx, compile_fx_inner
+
+    params = _params(compile_fx)
+    _require("inner_compile" in params and "config_patches" in params, f"compile_fx{params}")
+    _require(_params(compile_fx_inner)[:2] == ["gm", "example_inputs"], "compile_fx_inner's parameters")
+    keys = set(_CompileFxKwargs.__annotations__)
+    _require({"graph_id", "is_backward"} <= keys, f"_CompileFxKwargs keys: {sorted(keys)}")
+
+
+def _check_kernel_args() -> None:
+    from torch._inductor.codegen.common import KernelArgs, RemovedArg  # noqa: F401
+
+    args = KernelArgs()
+    for attr in ("input_buffers", "output_buffers", "inplace_buffers"):
+        _require(isinstance(getattr(args, attr), dict), attr)
+
+
+def _check_graph_lowering() -> None:
+    from torch._inductor.graph import GraphLowering
+    from torch._inductor.virtualized import V  # noqa: F401
+
+    for attr in ("get_numel", "get_dtype", "get_output_names"):
+        _require(callable(getattr(GraphLowering, attr, None)), f"GraphLowering.{attr}")
+
+
+def _check_autograd_cache_switch() -> None:
+    import torch
+
+    _require(hasattr(torch._functorch.config, "enable_autograd_cache"), "enable_autograd_cache")
+
+
+def _check_custom_graph_pass() -> None:
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    _require({"__call__", "uuid"} <= set(dir(CustomGraphPass)), "CustomGraphPass.uuid")
+    _require(hasattr(config, "post_grad_custom_post_pass"), "config.post_grad_custom_post_pass")
+
+
+def _check_kernel_profile_switch() -> None:
+    from torch._inductor import config
+
+    _require(hasattr(config.cpp, "enable_kernel_profile"), "config.cpp.enable_kernel_profile")
+
+
+def _check_fast_record_function() -> None:
+    import torch
+
+    _require(callable(getattr(torch._C._profiler, "_RecordFunctionFast", None)), "_RecordFunctionFast")
+    _require(hasattr(torch.autograd.profiler, "_is_profiler_enabled"), "_is_profiler_enabled")
+
+
+def _check_cache_dir() -> None:
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    _require(callable(cache_dir), "cache_dir")
+
+
+INTERNALS: tuple[Internal, ...] = (
+    Internal("torch._inductor.debug.set_kernel_post_grad_provenance_tracing",
+             "tagging.collecting: sees every kernel call site at codegen time", _check_provenance_hook),
+    Internal("torch._inductor.codegen.cpp.set_kernel_post_grad_provenance_tracing",
+             "tagging.HOOK_MODULES: the C++ backend holds the hook by name", _check_cpp_codegen_hook),
+    Internal("torch._inductor.output_code.CompiledFxGraph.current_callable/_fx_graph_cache_key",
+             "markers.instrument and the tag store beside the FX graph cache", _check_compiled_fx_graph),
+    Internal("torch._inductor.compile_fx.compile_fx(inner_compile=, config_patches=)",
+             "backend: our inner compile and its graph_id/is_backward keywords", _check_compile_fx),
+    Internal("torch._inductor.codegen.common.KernelArgs",
+             "tagging._kernel_args_bytes: the buffers a generated kernel reads and writes",
+             _check_kernel_args),
+    Internal("torch._inductor.graph.GraphLowering.get_numel/get_dtype/get_output_names",
+             "tagging: buffer sizes of generated kernels", _check_graph_lowering),
+    Internal("torch._functorch.config.enable_autograd_cache",
+             "backend: an AOTAutograd cache hit would skip our inner compile", _check_autograd_cache_switch),
+    Internal("torch._inductor.custom_graph_pass.CustomGraphPass",
+             "backend._namespace_pass: our own FX graph cache namespace", _check_custom_graph_pass),
+    Internal("torch._inductor.config.cpp.enable_kernel_profile",
+             "backend: CPU kernels named in profiler traces", _check_kernel_profile_switch),
+    Internal("torch._C._profiler._RecordFunctionFast",
+             "markers: per-call profiler ranges", _check_fast_record_function),
+    Internal("torch._inductor.runtime.cache_dir_utils.cache_dir",
+             "backend: where tags are stored", _check_cache_dir),
+)
+
+
+def check_internal(internal: Internal) -> str | None:
+    """None when ``internal`` is usable, else why not (one line)."""
+    try:
+        internal.check()
+    except Exception as e:  # any failure means "do not rely on it"
+        return f"{type(e).__name__}: {e}".strip().splitlines()[0]
+    return None
+
+
+@dataclass(frozen=True)
+class BackendSupport:
+    """What the installed torch lets the backend do (see :func:`backend_support`)."""
+
+    version: str
+    tagging: bool
+    """False: compile as plain Inductor."""
+    missing: tuple[tuple[str, str], ...] = ()
+    """(internal, why) of each internal that failed its check."""
+    tested: bool = True
+
+
+@functools.lru_cache(maxsize=1)
+def backend_support() -> BackendSupport:
+    """Check the installed torch once per process; log what that means for the user, once.
+
+    Raises UnsupportedTorchError for torch older than :data:`MIN_TORCH`."""
+    version = installed_torch_version()
+    check_torch_version(version)
+    missing = tuple((i.name, why) for i in INTERNALS if (why := check_internal(i)) is not None)
+    tested = is_tested(version)
+    if missing:
+        names = "; ".join(f"{name} ({why})" for name, why in missing)
+        log.warning("inductor_perf: torch %s lacks an internal we hook: %s. Compiling as "
+                    "backend='inductor' (no kernel tags). Tested torch: %s.", version, names,
+                    ", ".join(_fmt(v) for v in TESTED_TORCH))
+    elif not tested:
+        log.warning("inductor_perf: torch %s is newer than the releases we test (%s); all %d "
+                    "internals we use are present, so tagging is on.", version,
+                    ", ".join(_fmt(v) for v in TESTED_TORCH), len(INTERNALS))
+    return BackendSupport(version, tagging=not missing, missing=missing, tested=tested)

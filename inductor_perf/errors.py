@@ -12,7 +12,7 @@ class OptionsError(InductorPerfError, ValueError):
 
 
 class UnsupportedTorchError(InductorPerfError, RuntimeError):
-    """The installed torch is outside the range whose Inductor internals we test against."""
+    """The installed torch is older than the oldest release we support (inductor_perf.compat.MIN_TORCH)."""
 
 
 class TraceFormatError(InductorPerfError, ValueError):

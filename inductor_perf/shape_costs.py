@@ -93,7 +93,7 @@ def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch",)) -> None:
 
 # --- dtype strings -------------------------------------------------------------------------------
 # Profiler ``Input type`` string -> (torch dtype name, itemsize in bytes), without importing torch.
-# Keys: every torch.dtype attribute name of torch 2.13 ("float32", "half", "cfloat", ...) plus the
+# Keys: every torch.dtype attribute name of torch 2.11 - 2.15 ("float32", "half", "cfloat", ...) plus the
 # caffe2 TypeMeta spellings the profiler records (C++ builtins, c10:: class names).
 # tests/unit/test_shape_costs.py checks each entry against torch (name and itemsize).
 _DTYPE_NAMES: dict[str, tuple[str, int]] = {
@@ -106,6 +106,7 @@ _DTYPE_NAMES: dict[str, tuple[str, int]] = {
     "c10::complex<c10::Half>": ("complex32", 4), "c10::complex<double>": ("complex128", 16),
     "c10::complex<float>": ("complex64", 8), "cdouble": ("complex128", 16), "cfloat": ("complex64", 8),
     "chalf": ("complex32", 4), "complex128": ("complex128", 16), "complex32": ("complex32", 4),
+    "bcomplex32": ("bcomplex32", 4), "c10::complex<c10::BFloat16>": ("bcomplex32", 4),
     "complex64": ("complex64", 8), "double": ("float64", 8), "float": ("float32", 4),
     "float16": ("float16", 2), "float32": ("float32", 4), "float4_e2m1fn_x2": ("float4_e2m1fn_x2", 1),
     "float64": ("float64", 8), "float8_e4m3fn": ("float8_e4m3fn", 1), "float8_e4m3fnuz": ("float8_e4m3fnuz", 1),

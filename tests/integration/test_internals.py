@@ -1,14 +1,28 @@
 """Fail loudly when an Inductor internal that inductor_perf relies on moves or changes shape.
 
 Each check names what uses the internal, so a failure after a torch upgrade points at the code to
-revisit (and at inductor_perf.compat.SUPPORTED_TORCH).
+revisit. The first test runs the backend's own checks (inductor_perf.compat.INTERNALS, what it
+verifies at the first compile); the others restate them independently, by hand.
 """
 
 from __future__ import annotations
 
 import inspect
 
+import pytest
 import torch
+
+from inductor_perf import compat
+
+
+@pytest.mark.parametrize("internal", compat.INTERNALS, ids=lambda i: i.name)
+def test_backend_check_passes_on_installed_torch(internal) -> None:
+    assert compat.check_internal(internal) is None, internal.used_by
+
+
+def test_backend_support_enables_tagging() -> None:
+    support = compat.backend_support()
+    assert support.tagging and support.missing == ()
 
 
 def _params(fn) -> list[str]:
@@ -104,12 +118,21 @@ def test_custom_graph_pass_and_fx_cache_counters() -> None:
     assert isinstance(counters["inductor"]["fxgraph_cache_hit"], int)
 
 
-def test_flop_registry_gaps_are_what_costs_fills() -> None:
-    # costs.py adds formulas for exactly these; if upstream adds them, ours should defer to it
+def test_flop_registry_and_our_own_formulas_never_overlap() -> None:
+    # costs.py fills flop_registry's gaps (CPU flash attention before torch 2.15, mkldnn/mkl ops);
+    # where torch has a formula, ours must not be used, so an op is never counted twice.
     from torch.utils.flop_counter import flop_registry
 
+    from inductor_perf import costs
+
     aten = torch.ops.aten
-    assert aten._scaled_dot_product_flash_attention_for_cpu not in flop_registry
-    assert aten._scaled_dot_product_flash_attention_for_cpu_backward not in flop_registry
     for packet in (aten.mm, aten.addmm, aten.bmm, aten.convolution, aten.convolution_backward):
         assert packet in flop_registry
+    for packet in (aten._scaled_dot_product_flash_attention_for_cpu,
+                   aten._scaled_dot_product_flash_attention_for_cpu_backward):
+        formula = costs._overload_formula(packet.default)
+        assert formula is not None
+        if packet in flop_registry:
+            assert formula is flop_registry[packet]
+        else:
+            assert formula is costs._extras()[packet]

@@ -1,4 +1,4 @@
-"""The supported torch range: a clear error outside it, and pyproject says the same."""
+"""The supported torch range: a clear error below it, no error above it, and pyproject agrees."""
 
 from __future__ import annotations
 
@@ -7,27 +7,42 @@ import tomllib
 
 import pytest
 
-from inductor_perf.compat import SUPPORTED_TORCH, check_torch_version
+from inductor_perf.compat import MIN_TORCH, TESTED_TORCH, check_torch_version, is_tested, parse_version
 from inductor_perf.errors import UnsupportedTorchError
 
 
-@pytest.mark.parametrize("version", ["2.13.0", "2.13.0+cpu", "2.13.1+cu128", "2.13.0a0+git1234"])
-def test_supported(version):
+@pytest.mark.parametrize("version", ["2.11.0", "2.11.0+cu130", "2.12.1", "2.13.0+cpu", "2.14.1",
+                                     "2.15.0", "2.16.0a0+git1234", "3.0.0"])
+def test_supported_or_newer_is_not_an_error(version):
     check_torch_version(version)
 
 
-@pytest.mark.parametrize("version", ["2.12.1", "2.14.0", "3.0.0", "1.13.1"])
-def test_unsupported_names_the_range(version):
-    with pytest.raises(UnsupportedTorchError, match=r"torch >=2\.13,<2\.14.*found torch " + version.replace(".", r"\.")):
+@pytest.mark.parametrize("version", ["2.10.0", "2.9.1+cu128", "1.13.1"])
+def test_older_names_the_supported_versions(version):
+    with pytest.raises(UnsupportedTorchError,
+                       match=r"torch >=2\.11 \(tested: 2\.11, 2\.12, 2\.13, 2\.14, 2\.15\); found torch "
+                             + version.replace(".", r"\.").replace("+", r"\+")):
         check_torch_version(version)
+
+
+@pytest.mark.parametrize("version,tested", [("2.11.0+cu130", True), ("2.15.0", True),
+                                            ("2.16.0", False), ("2.10.0", False)])
+def test_is_tested(version, tested):
+    assert is_tested(version) is tested
+
+
+def test_unparsable_version():
+    with pytest.raises(ValueError, match="cannot parse torch version 'nightly'"):
+        parse_version("nightly")
 
 
 def test_installed_torch_is_supported():
     check_torch_version()
 
 
-def test_pyproject_pin_matches_supported_range():
+def test_pyproject_lower_bound_and_no_upper_pin():
     root = pathlib.Path(__file__).resolve().parents[2]
     deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
-    (low, high) = SUPPORTED_TORCH
-    assert f"torch>={low[0]}.{low[1]},<{high[0]}.{high[1]}" in deps
+    torch_deps = [d for d in deps if d.startswith("torch")]
+    assert torch_deps == [f"torch>={MIN_TORCH[0]}.{MIN_TORCH[1]}"]
+    assert TESTED_TORCH[0] == MIN_TORCH
