@@ -6,7 +6,14 @@ forward+backward call of a small transformer block (that call compiles both grap
 torch is outside the timed region. Backends alternate which goes first in a round so that drift
 in machine load falls on both equally.
 
+--device cuda: the block at models.CUDA_BLOCK_DIMS on the GPU. The empty cache dir also holds the
+Triton kernel cache (TRITON_CACHE_DIR is pointed into it, so a value in the environment cannot bring
+compiled kernels in). Before the timer the child runs the model once eagerly (CUDA context, cuBLAS
+handles, lazily loaded kernels: not compile time) and synchronizes; the timed call ends with
+torch.cuda.synchronize().
+
     .venv/bin/python bench/bench_compile.py --rounds 5
+    python3 bench/bench_compile.py --device cuda --rounds 3 --json compile.json
 """
 
 from __future__ import annotations
@@ -18,61 +25,140 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 CHILD = r"""
 import json, sys, time
 import torch
 
 sys.path.insert(0, sys.argv[2])
-from models import Block  # bench/models.py
+import models  # bench/models.py
+from models import Block
 
+backend, device = sys.argv[1], sys.argv[3]
+models.setup_device(device, "bench_compile child")
+if backend == "inductor_perf":
+    models.ensure_backend()
 torch.manual_seed(0)
-model, x = Block(e=64), torch.randn(4, 32, 64)
-compiled = torch.compile(model, backend=sys.argv[1])
+if device == "cpu":
+    model, x = Block(e=64), torch.randn(4, 32, 64)
+else:
+    model, x = models.cuda_block()
+    model(x).sum().backward()  # eager: CUDA context, cuBLAS, lazy kernel loading, outside the timer
+    model.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+compiled = torch.compile(model, backend=backend)
 t0 = time.perf_counter()
 compiled(x).sum().backward()
+if device != "cpu":
+    torch.cuda.synchronize()
 dt = time.perf_counter() - t0
-print("JSON:" + json.dumps({"seconds": dt}))
+out = {"seconds": dt}
+if backend == "inductor_perf":
+    out.update(tagged=models.tagged_counts(), **models.tagging_status())
+print("JSON:" + json.dumps(out))
 """
 
 BACKENDS = ("inductor", "inductor_perf")
+TARGET_RATIO = 1.05
 
 
-def one(backend: str) -> float:
-    """Seconds of one cold compile (forward + backward) in a fresh process and cache."""
+def one(backend: str, device: str = "cpu") -> dict:
+    """Seconds of one cold compile (forward + backward) in a fresh process and cache (``seconds``),
+    and for inductor_perf what it tagged."""
     with tempfile.TemporaryDirectory(prefix="bench_compile_") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache)
+        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
         env.pop("INDUCTOR_PERF_TRACE_DIR", None)
-        proc = subprocess.run([sys.executable, "-c", CHILD, backend, os.path.dirname(os.path.abspath(__file__))],
+        proc = subprocess.run([sys.executable, "-c", CHILD, backend, os.path.dirname(os.path.abspath(__file__)),
+                               device],
                               env=env, capture_output=True,
                               text=True, timeout=600)
     for line in proc.stdout.splitlines():
         if line.startswith("JSON:"):
-            return float(json.loads(line[5:])["seconds"])
+            return json.loads(line[5:])
     raise RuntimeError(f"{backend} child failed:\n{proc.stderr[-3000:]}")
+
+
+def results(device: str, rounds: int, times: dict[str, list[float]], ratios: list[float], ours: dict,
+            stopped_early: str | None) -> dict:
+    """The JSON record of the rounds run so far."""
+    import models  # bench/models.py (imports torch: after the rounds, or on cuda where it is loaded anyway)
+
+    med = {b: statistics.median(v) for b, v in times.items()}
+    return {"bench": "compile", **models.environment(device), "rounds": len(ratios), "rounds_asked": rounds,
+            "stopped_early": stopped_early,
+            "target_ratio": TARGET_RATIO, "tagging": ours.get("tagging"), "tagged": ours.get("tagged"),
+            "missing_internals": ours.get("missing_internals"),
+            "median_s": med, "min_s": {b: min(v) for b, v in times.items()},
+            "max_s": {b: max(v) for b, v in times.items()}, "rounds_s": times,
+            "ratio_of_medians": med["inductor_perf"] / med["inductor"],
+            "median_of_round_ratios": statistics.median(ratios), "round_ratios": ratios}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--rounds", type=int, default=None, help="default 5 on cpu, 3 on cuda")
+    ap.add_argument("--budget-s", type=float, default=None,
+                    help="start no round that would end past this many seconds from the start, judged by "
+                         "the longest round so far (at least one round runs); the table says how many ran")
+    ap.add_argument("--json", metavar="PATH",
+                    help="also write the medians and ratios here (rewritten after every round, so a run "
+                         "cut short still leaves the rounds it finished)")
     args = ap.parse_args(argv)
+    rounds = args.rounds if args.rounds is not None else (5 if args.device == "cpu" else 3)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    gpu = None
+    if args.device == "cuda":  # fail here, in one line, rather than in every child
+        import models
+        import torch
+
+        models.setup_device(args.device, "bench_compile")
+        gpu = torch.cuda.get_device_name(0)
     times: dict[str, list[float]] = {b: [] for b in BACKENDS}
     ratios: list[float] = []
-    for r in range(args.rounds):
+    ours: dict = {}
+    start = time.perf_counter()
+    longest = 0.0
+    stopped_early = None
+    for r in range(rounds):
+        elapsed = time.perf_counter() - start
+        if args.budget_s is not None and r > 0 and elapsed + longest > args.budget_s:
+            stopped_early = (f"{r} of {rounds} rounds: another (~{longest:.0f} s) would end past "
+                             f"--budget-s {args.budget_s:g} ({elapsed:.0f} s used)")
+            print(f"stopping after {stopped_early}", file=sys.stderr)
+            break
+        t_round = time.perf_counter()
         order = BACKENDS if r % 2 == 0 else BACKENDS[::-1]
-        got = {b: one(b) for b in order}
+        got = {b: one(b, args.device) for b in order}
+        longest = max(longest, time.perf_counter() - t_round)
         for b in BACKENDS:
-            times[b].append(got[b])
-        ratios.append(got["inductor_perf"] / got["inductor"])
-        print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{b} {got[b]:.2f} s" for b in order),
+            times[b].append(got[b]["seconds"])
+        ours = got["inductor_perf"]
+        ratios.append(got["inductor_perf"]["seconds"] / got["inductor"]["seconds"])
+        print(f"round {r + 1}/{rounds}: " + ", ".join(f"{b} {got[b]['seconds']:.2f} s" for b in order),
               file=sys.stderr)
+        if args.json:
+            import models
+
+            models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early),
+                              quiet=True)
     med = {b: statistics.median(v) for b, v in times.items()}
+    if args.device == "cuda" or not ours.get("tagging", True):
+        print(f"{args.device}{', ' + gpu if gpu else ''}; inductor_perf tagging "
+              f"{'on' if ours.get('tagging') else 'OFF'}, last compile tagged {ours.get('tagged')}")
+    if stopped_early:
+        print(f"ran {stopped_early}")
     print(f"{'backend':<16}{'median s':>10}{'min s':>8}{'max s':>8}")
     for b in BACKENDS:
         print(f"{b:<16}{med[b]:>10.2f}{min(times[b]):>8.2f}{max(times[b]):>8.2f}")
     print(f"ratio of medians inductor_perf/inductor: {med['inductor_perf'] / med['inductor']:.3f}")
     print(f"median of per-round ratios:             {statistics.median(ratios):.3f}  "
           f"(rounds: {', '.join(f'{x:.3f}' for x in ratios)})")
+    if args.json:
+        import models
+
+        models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early))
     return 0
 
 

@@ -9,9 +9,15 @@ Variants:
   inductor              backend="inductor"
   inductor_perf         backend="inductor_perf" with defaults (kernel_profile="auto": off here,
                         since no capture is configured; markers on, gated on the profiler flag)
-  inductor_perf+kprof   options={"inductor_perf.kernel_profile": True} (named CPU kernels)
+  inductor_perf+kprof   options={"inductor_perf.kernel_profile": True} (named CPU kernels; cpu only:
+                        it names C++ kernels, and a GPU model has none)
+
+--device cuda: the models and inputs on the GPU, the tiny model as on cpu (a launch-bound step, where
+per-call overhead shows most) and the medium one at models.CUDA_BLOCK_DIMS; each timed block starts
+and ends with torch.cuda.synchronize().
 
     .venv/bin/python bench/bench_step.py
+    python3 bench/bench_step.py --device cuda --json step.json
 """
 
 from __future__ import annotations
@@ -28,7 +34,10 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from models import Block  # noqa: E402  (bench/models.py: the block the benches share)
+import models  # noqa: E402  (bench/models.py: the block and the setup the benches share)
+from models import Block  # noqa: E402
+
+TARGET_RATIO = 1.01
 
 
 class Tiny(nn.Module):
@@ -47,25 +56,44 @@ VARIANTS = {
     "inductor_perf": dict(backend="inductor_perf"),
     "inductor_perf+kprof": dict(backend="inductor_perf", options={"inductor_perf.kernel_profile": True}),
 }
+CPU_ONLY_VARIANTS = ("inductor_perf+kprof",)
 SIZES = {
     # name: (model, input, steps per timed block, training step?)
     "tiny": (Tiny, lambda: torch.randn(8, 32), 200, False),
     "medium": (Block, lambda: torch.randn(4, 32, 128, requires_grad=True), 20, True),
 }
+_D = models.CUDA_BLOCK_DIMS
+CUDA_SIZES = {
+    "tiny": (lambda: Tiny().cuda(), lambda: torch.randn(8, 32, device="cuda"), 200, False),
+    "medium": (lambda: Block(e=_D["embed"], h=_D["heads"]).cuda(),
+               lambda: torch.randn(_D["batch"], _D["seq"], _D["embed"], device="cuda", requires_grad=True),
+               20, True),
+}
 
 
-def block_time(step, x, steps: int) -> float:
+def variants_for(device: str) -> dict[str, dict]:
+    return {v: kw for v, kw in VARIANTS.items() if device == "cpu" or v not in CPU_ONLY_VARIANTS}
+
+
+def block_time(step, x, steps: int, sync=None) -> float:
+    if sync is not None:  # cuda: start with an idle GPU, stop when the last step's kernels are done
+        sync()
     t0 = time.perf_counter()
     for _ in range(steps):
         step(x)
+    if sync is not None:
+        sync()
     return (time.perf_counter() - t0) / steps
 
 
-def bench_size(name: str, rounds: int) -> dict[str, float]:
-    factory, make_input, steps, training = SIZES[name]
+def bench_size(name: str, rounds: int, device: str = "cpu") -> dict[str, list[float]]:
+    """Per-round seconds per step of each variant."""
+    factory, make_input, steps, training = (SIZES if device == "cpu" else CUDA_SIZES)[name]
+    sync = models.cuda_sync(device)
+    variants = variants_for(device)
     x = make_input()
     fns = {}
-    for variant, kw in VARIANTS.items():
+    for variant, kw in variants.items():
         torch.manual_seed(0)
         model = factory()
         compiled = torch.compile(model, **kw)
@@ -82,27 +110,53 @@ def bench_size(name: str, rounds: int) -> dict[str, float]:
 
         for _ in range(5):  # compile + warm up
             step(x)
+        if sync is not None:
+            sync()
         fns[variant] = step
-    per: dict[str, list[float]] = {v: [] for v in VARIANTS}
-    names = list(VARIANTS)
+    per: dict[str, list[float]] = {v: [] for v in variants}
+    names = list(variants)
     for r in range(rounds):
         order = names[r % len(names):] + names[:r % len(names)]
         for v in order:
-            per[v].append(block_time(fns[v], x, steps))
-    return {v: statistics.median(ts) for v, ts in per.items()}
+            per[v].append(block_time(fns[v], x, steps, sync))
+    return per
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=models.DEVICES, default="cpu")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
+    ap.add_argument("--json", metavar="PATH", help="also write the medians and ratios here")
     args = ap.parse_args(argv)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.rounds} interleaved rounds")
+    models.setup_device(args.device, "bench_step")
+    registration = models.ensure_backend()
+    status = models.tagging_status()
+    where = "" if args.device == "cpu" else f", {torch.cuda.get_device_name(0)}"
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, {args.rounds} interleaved rounds{where}")
+    if args.device != "cpu" or not status["tagging"]:
+        print(f"inductor_perf: {registration}; tagging {'on' if status['tagging'] else 'OFF'} {status}")
     print(f"{'model':<8}{'variant':<22}{'median us/step':>16}{'ratio':>8}")
+    results = {}
     for size in args.sizes:
-        med = bench_size(size, args.rounds)
+        per = bench_size(size, args.rounds, args.device)
+        med = {v: statistics.median(ts) for v, ts in per.items()}
         for v, t in med.items():
             print(f"{size:<8}{v:<22}{t * 1e6:>16.1f}{t / med['inductor']:>8.3f}")
+        steps = (SIZES if args.device == "cpu" else CUDA_SIZES)[size][2]
+        results[size] = {"steps_per_block": steps,
+                         "median_us": {v: t * 1e6 for v, t in med.items()},
+                         "ratio": {v: t / med["inductor"] for v, t in med.items()},
+                         "rounds_us": {v: [t * 1e6 for t in ts] for v, ts in per.items()}}
+    tagged = models.tagged_counts()
+    if args.device != "cpu" or not tagged["graphs"]:
+        print(f"inductor_perf tagged {tagged['graphs']} graph(s), {tagged['kernels']} kernel(s)")
+    models.write_json(args.json, {
+        "bench": "step", **models.environment(args.device), "rounds": args.rounds,
+        "backend_registration": registration, **status, "tagged": tagged,
+        "target_ratio": TARGET_RATIO,
+        "worst_ratio": max(r["ratio"][v] for r in results.values() for v in r["ratio"]),
+        "results": results})
     return 0
 
 

@@ -1,9 +1,31 @@
-"""Models shared by the benchmarks (kept out of the timed code so every bench measures the same)."""
+"""Models and setup shared by the benchmarks (kept out of the timed code so every bench measures the same).
+
+Also what every bench does before timing: pick the device (``--device cpu|cuda``), make
+``backend="inductor_perf"`` resolvable, say whether tagging is on, and write ``--json`` results.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from typing import Any
+
+import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+# The benches measure this checkout, installed or not (`python3 bench/x.py` puts only bench/ on sys.path).
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+if REPO_ROOT not in sys.path:
+    sys.path.insert(0, REPO_ROOT)
+
+DEVICES = ("cpu", "cuda")
+
+# The Block on a GPU: batch 16, seq 512, embed 768, 12 heads (a GPT-2-small layer). About 0.13 TFLOP
+# per forward, 0.4 TFLOP per forward + backward: a few ms on an H100 with TF32, long enough that the
+# step is GPU work rather than launch overhead, short enough that many rounds fit in seconds.
+CUDA_BLOCK_DIMS = dict(batch=16, seq=512, embed=768, heads=12)
 
 
 class Block(nn.Module):
@@ -21,3 +43,97 @@ class Block(nn.Module):
         q, k, v = self.qkv(self.ln1(x)).view(b, s, 3, self.h, e // self.h).permute(2, 0, 3, 1, 4).unbind(0)
         x = x + self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, s, e))
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+def cuda_block(requires_grad: bool = False) -> tuple[Block, torch.Tensor]:
+    """The Block and an input at :data:`CUDA_BLOCK_DIMS`, on the GPU (call :func:`setup_device` first)."""
+    d = CUDA_BLOCK_DIMS
+    model = Block(e=d["embed"], h=d["heads"]).cuda()
+    x = torch.randn(d["batch"], d["seq"], d["embed"], device="cuda", requires_grad=requires_grad)
+    return model, x
+
+
+def setup_device(device: str, prog: str) -> None:
+    """Check that ``device`` can run here; exit with one line saying why not.
+
+    On cuda, float32 matmuls may use TF32 (what GPU training runs use, and what Inductor asks for in a
+    warning otherwise); both backends compile under the same setting."""
+    if device not in DEVICES:
+        raise SystemExit(f"{prog}: unknown --device {device!r}; valid: {', '.join(DEVICES)}")
+    if device == "cuda":
+        if not torch.cuda.is_available():
+            raise SystemExit(f"{prog}: --device cuda needs a CUDA GPU, but torch {torch.__version__} sees none "
+                             f"(torch.cuda.is_available() is False); run on a GPU machine or use --device cpu")
+        torch.set_float32_matmul_precision("high")
+
+
+def cuda_sync(device: str):
+    """The function to call before reading a timer: ``torch.cuda.synchronize`` on cuda, else None
+    (CPU kernels have finished when the call returns)."""
+    return torch.cuda.synchronize if device == "cuda" else None
+
+
+def ensure_backend() -> str:
+    """Make ``backend="inductor_perf"`` resolvable and say how it is.
+
+    Installed (``pip install -e .``), the package's ``torch_dynamo_backends`` entry point provides it.
+    On a machine where this checkout is not installed, register the same function under the same
+    name here (bench code only: the library itself registers through the entry point alone)."""
+    if "inductor_perf" in torch._dynamo.list_backends(exclude_tags=()):
+        return "entry point"
+    from inductor_perf.backend import inductor_perf_backend
+
+    torch._dynamo.register_backend(inductor_perf_backend, name="inductor_perf")
+    return "registered by bench/models.py (package not installed)"
+
+
+def tagging_status() -> dict[str, Any]:
+    """Whether backend="inductor_perf" tags kernels on this torch (False: it compiles as plain inductor,
+    and a ratio to inductor measures nothing of ours)."""
+    try:
+        from inductor_perf.compat import backend_support
+
+        s = backend_support()
+        return {"tagging": bool(s.tagging), "missing_internals": [list(m) for m in getattr(s, "missing", ())]}
+    except Exception as e:  # a torch older than supported raises here; the compile would too
+        return {"tagging": False, "error": f"{type(e).__name__}: {e}"}
+
+
+def tagged_counts() -> dict[str, int]:
+    """Graphs and kernels the backend tagged in this process so far (0 and 0: nothing of ours ran)."""
+    from inductor_perf.tags import REGISTRY
+
+    graphs = REGISTRY.graphs()
+    return {"graphs": len(graphs), "kernels": sum(len(g.kernels) for g in graphs)}
+
+
+def environment(device: str) -> dict[str, Any]:
+    """What a result was measured on."""
+    env: dict[str, Any] = {"device": device, "torch": torch.__version__, "python": sys.version.split()[0],
+                           "cpu_threads": torch.get_num_threads()}
+    if device == "cuda":
+        env["gpu"] = torch.cuda.get_device_name(0)
+        env["float32_matmul_precision"] = torch.get_float32_matmul_precision()
+        try:
+            import triton
+
+            env["triton"] = triton.__version__
+        except ImportError:
+            env["triton"] = None
+    return env
+
+
+def write_json(path: str | None, payload: dict[str, Any], quiet: bool = False) -> None:
+    """Write ``payload`` to ``path`` atomically (nothing when ``path`` is None); say where on stderr
+    unless ``quiet``."""
+    if not path:
+        return
+    d = os.path.dirname(os.path.abspath(path))
+    os.makedirs(d, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(payload, f, indent=1, sort_keys=False)
+        f.write("\n")
+    os.replace(tmp, path)
+    if not quiet:
+        print(f"wrote {path}", file=sys.stderr)

@@ -43,6 +43,8 @@ class JoinStats:
     unmatched_call_sites: int = 0
     """Call sites with no event (e.g. C++ kernels compiled without kernel profiling)."""
     symbolic_unresolved: int = 0
+    graph_replay_kernels: int = 0
+    """Device kernels tagged by their position in a CUDA graph replay (mode="reduce-overhead")."""
     per_marker_counts: list[tuple[int, int]] = field(default_factory=list)
 
     def warnings(self) -> list[str]:
@@ -199,9 +201,79 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
                     continue
             costs[i] = cost
             stats.events_tagged += 1
+        if matched == 0:
+            # A CUDA graph replay (mode="reduce-overhead"): no per-kernel launches on the host,
+            # one cudaGraphLaunch whose device kernels are the captured ones, in capture order.
+            for j in range(lo, hi):
+                ev = events[idx[j]]
+                if ev.get("name") not in _GRAPH_LAUNCHES or ev["ts"] + ev["dur"] > m_end + 1e-3:
+                    continue
+                corr = (ev.get("args") or {}).get("correlation")
+                replayed = [d for d in corr_to_device.get(corr, ()) if str(events[d].get("cat")).lower() == "kernel"]
+                replayed.sort(key=lambda d: events[d]["ts"])
+                device_tags = [t for t in graph.kernels if t.device != "cpu"]
+                for tag, dev in align_replay(device_tags, [events[d]["name"] for d in replayed]):
+                    try:
+                        cost = event_cost(tag, symbols)
+                    except ValueError:
+                        stats.symbolic_unresolved += 1
+                        continue
+                    matched += 1
+                    ids = [replayed[k] for k in dev]
+                    for d, c in zip(ids, _split(cost, [float(events[d].get("dur") or 0) for d in ids])):
+                        costs[d] = c
+                    stats.device_events_tagged += len(ids)
+                    stats.graph_replay_kernels += len(ids)
         stats.unmatched_call_sites += len(graph.kernels) - matched
         stats.per_marker_counts.append((instance_id, matched))
     return costs, stats
+
+
+_GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch"})
+
+
+def align_replay(tags: list[KernelTag], names: list[str]) -> list[tuple[KernelTag, list[int]]]:
+    """Pair a graph's device call sites with the kernels of one CUDA graph replay.
+
+    The replay runs the captured kernels in capture order, which is call-site order. A generated
+    (Triton) call site keeps its name on the device, so it is matched to the next kernel of that
+    name; the kernels between two matched Triton kernels belong to the extern call sites between
+    them (cuBLAS, cuDNN... names say nothing of the op): all of them to a single extern site, one
+    each when the counts agree, none when they don't (no guess). Returns (tag, kernel positions).
+
+    >>> from inductor_perf.tags import KernelTag
+    >>> t = lambda n, kind: KernelTag(graph_id=0, is_backward=False, kernel_name=n, kind=kind, call_index=0,
+    ...     nodes=(), flops=0, matmul_flops=0, bytes_read=0, bytes_written=0, source=None,
+    ...     stack_trace=None, module_path=None, profiler_name=n, device="cuda")
+    >>> got = align_replay([t("triton_a", "generated"), t("mm", "extern"), t("triton_b", "generated")],
+    ...                    ["triton_a", "gemm_main", "gemm_splitk_reduce", "triton_b"])
+    >>> [(tag.kernel_name, pos) for tag, pos in got]
+    [('triton_a', [0]), ('mm', [1, 2]), ('triton_b', [3])]
+    """
+    out: list[tuple[KernelTag, list[int]]] = []
+    pos = 0
+    pending: list[KernelTag] = []
+
+    def settle(upto: int) -> None:
+        between = [k for k in range(pos, upto) if not names[k].startswith("triton")]
+        if len(pending) == 1 and between:
+            out.append((pending[0], between))
+        elif pending and len(pending) == len(between):
+            out.extend((tag, [k]) for tag, k in zip(pending, between))
+        pending.clear()
+
+    for tag in tags:
+        if tag.kind != "generated":
+            pending.append(tag)
+            continue
+        j = next((k for k in range(pos, len(names)) if names[k] == tag.kernel_name), None)
+        if j is None:
+            continue  # not in this replay: leave it unmatched rather than guess
+        settle(j)
+        out.append((tag, [j]))
+        pos = j + 1
+    settle(len(names))
+    return out
 
 
 def _device_kernels(events: list, thread: tuple[list[int], list[float]], j: int, end: float,
@@ -215,4 +287,7 @@ def _device_kernels(events: list, thread: tuple[list[int], list[float]], j: int,
         corr = (ev.get("args") or {}).get("correlation")
         if corr is not None:
             out.extend(corr_to_device.get(corr, ()))
-    return sorted(set(out), key=lambda d: events[d]["ts"])
+    # An op that launched kernels and a memset/memcpy (cuBLAS zeroing a workspace) puts its cost on
+    # the kernels: a memset does no FLOPs. Copies alone (aten::copy_ as a DtoD memcpy) keep it.
+    kernels = [d for d in out if str(events[d].get("cat")).lower() == "kernel"]
+    return sorted(set(kernels or out), key=lambda d: events[d]["ts"])

@@ -169,7 +169,8 @@ def run_compiled(model: Any, inputs: tuple[torch.Tensor, ...], backend: str, *,
     for i, x in enumerate(inputs):
         if x.grad is not None:
             grads[f"input{i}"] = x.grad.detach().clone()
-    return Run(model, inputs, out.detach(), grads, new_graphs(before))
+    out = out.detach() if isinstance(out, torch.Tensor) else tuple(o.detach() for o in out)
+    return Run(model, inputs, out, grads, new_graphs(before))
 
 
 def _session_run(name: str, backend: str) -> Run:

@@ -114,3 +114,55 @@ def test_gpu_stream_copy_of_a_marker_is_not_a_second_graph_call():
     costs, stats = costs_from_tags({"traceEvents": events}, {7: g}.get)
     assert list(costs) == [4] and costs[4].flops == 1000
     assert stats.markers == 1 and stats.unmatched_call_sites == 0 and stats.warnings() == []
+
+
+def test_memset_launched_beside_a_gemm_gets_none_of_its_flops():
+    # cuBLAS zeroing a workspace inside aten::mm: the GEMM kernel takes the whole cost.
+    g = _graph([_tag("extern_kernels.mm", "aten::mm", 0, 1000, device="cuda", kind="extern")])
+    events = [
+        _x(marker_name(7, False), 0, 100),
+        _x("aten::mm", 10, 20),
+        _x("cudaMemsetAsync", 11, 2, cat="cuda_runtime", correlation=5),
+        _x("cuLaunchKernel", 14, 3, cat="cuda_driver", correlation=6),
+        _x("Memset (Device)", 200, 1, tid=7, cat="gpu_memset", correlation=5),
+        _x("nvjet_sm90_gemm", 210, 30, tid=7, cat="kernel", correlation=6),
+    ]
+    costs, _ = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert set(costs) == {5} and costs[5].flops == 1000
+
+
+def test_cuda_graph_replay_kernels_take_their_call_sites_by_position():
+    # mode="reduce-overhead": one cudaGraphLaunch inside the marker; its device kernels (same
+    # correlation) run in capture order. Triton kernels are matched by name, the GEMM and the
+    # split-K reduce between them go to the one extern site between, the memset to nobody.
+    g = _graph([_tag("triton_poi_a", "triton_poi_a", 0, 10, device="cuda"),
+                _tag("extern_kernels.mm", "aten::mm", 1, 1000, device="cuda", kind="extern"),
+                _tag("triton_poi_b", "triton_poi_b", 2, 20, device="cuda"),
+                _tag("triton_poi_a", "triton_poi_a", 3, 30, device="cuda")])
+    events = [
+        _x(marker_name(7, False), 0, 100),
+        _x("aten::_foreach_copy_", 5, 10),
+        _x("cudaGraphLaunch", 20, 30, cat="cuda_runtime", correlation=9),
+        _x("Memset (Unknown)", 300, 1, tid=7, cat="gpu_memset", correlation=9),
+        _x("triton_poi_a", 302, 5, tid=7, cat="kernel", correlation=9),
+        _x("gemm_main", 310, 30, tid=7, cat="kernel", correlation=9),
+        _x("gemm_splitk_reduce", 341, 10, tid=7, cat="kernel", correlation=9),
+        _x("triton_poi_b", 352, 5, tid=7, cat="kernel", correlation=9),
+        _x("triton_poi_a", 360, 5, tid=7, cat="kernel", correlation=9),
+        _x("triton_poi_a", 400, 5, tid=7, cat="kernel", correlation=99),  # an eager launch elsewhere
+    ]
+    costs, stats = costs_from_tags({"traceEvents": events}, {7: g}.get)
+    assert {i: c.flops for i, c in costs.items()} == {4: 10, 5: 750, 6: 250, 7: 20, 8: 30}
+    assert stats.graph_replay_kernels == 5 and stats.unmatched_call_sites == 0
+
+
+def test_replay_with_a_missing_triton_kernel_guesses_nothing_for_it():
+    from inductor_perf.join import align_replay
+
+    tags = [_tag("triton_a", "triton_a", 0, 1, device="cuda"),
+            _tag("mm", "aten::mm", 1, 1, device="cuda", kind="extern"),
+            _tag("mm2", "aten::mm", 2, 1, device="cuda", kind="extern"),
+            _tag("triton_b", "triton_b", 3, 1, device="cuda")]
+    # two extern sites but three non-Triton kernels between: ambiguous, so both stay unmatched
+    got = align_replay(tags, ["triton_a", "g1", "g2", "g3", "triton_b", "triton_zzz"])
+    assert [(t.kernel_name, pos) for t, pos in got] == [("triton_a", [0]), ("triton_b", [4])]

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# The overhead benches on CUDA (tools/gpu_check.sh's bench phase): results as text and JSON in $B.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+B="${B:-/tmp/inductor_perf_bench}"
+mkdir -p "$B"
+for b in ${BENCHES:-step capture compile}; do
+  case "$b" in
+    step)    timeout "${STEP_S:-150}" python3 bench/bench_step.py --device cuda --rounds "${STEP_ROUNDS:-24}" --json "$B/step.json" ;;
+    capture) timeout "${CAPTURE_S:-120}" python3 bench/bench_capture.py --device cuda --json "$B/capture.json" ;;
+    compile) timeout "${COMPILE_S:-200}" python3 bench/bench_compile.py --device cuda --rounds 4 \
+               --budget-s "${COMPILE_BUDGET_S:-150}" --json "$B/compile.json" ;;
+  esac 2>"$B/$b.err" | tee "$B/$b.txt"
+done

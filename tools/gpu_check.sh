@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Everything we check on a GPU machine, in one call, logs and fixtures under $OUT.
+#
+#   OUT=/tmp/gpu tools/gpu_check.sh [PHASE ...]     phases: tests zoo ncu bench integration
+#                                                   (default: all, in that order)
+#
+# The machine has torch (CUDA) and triton installed and no package registry: this installs us from
+# the working tree with --no-index (see CONTRIBUTING.md, "Testing on a GPU machine"), plus any
+# wheel found in .whl/ (orjson). DEADLINE_S (default 560) bounds the whole run: each phase gets
+# what is left, so the final archive ($OUT/gpu_check.tgz: every log, table and trace) is always
+# written (MAX_<PHASE>=seconds caps one phase). A short digest of each phase goes to stdout and $OUT/digest.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT="${OUT:-/tmp/inductor_perf_gpu}"
+W="$OUT/work"
+mkdir -p "$W" "$W/ncu"
+START=$(date +%s)
+DEADLINE_S="${DEADLINE_S:-560}"
+phases=("$@")
+[ ${#phases[@]} -eq 0 ] && phases=(tests zoo ncu bench integration)
+export PYTHONUNBUFFERED=1
+
+left() { echo $(( DEADLINE_S - ($(date +%s) - START) - 15 )); }
+say() { echo "== $(date +%T) +$(( $(date +%s) - START ))s $*" | tee -a "$OUT/digest.txt"; }
+finish() {
+  # one archive per phase folder (files come back only up to 16 MiB each, 8 in all)
+  say "archiving"
+  for d in "$W"/*/; do
+    [ -d "$d" ] && tar czf "$OUT/$(basename "$d").tgz" -C "$W" "$(basename "$d")" 2>/dev/null
+  done
+  tar czf "$OUT/logs.tgz" -C "$W" --exclude='./*/*' . 2>/dev/null
+  ls -la "$OUT" >> "$OUT/digest.txt"
+  rm -rf "$W"
+}
+trap finish EXIT
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem --format=csv
+  python3 -c "import sys, torch, triton; print(sys.version.split()[0], torch.__version__, 'cuda', torch.version.cuda, 'triton', triton.__version__, torch.cuda.get_device_name(), torch.cuda.get_device_properties(0))"
+  ncu --version | tail -1
+  nproc
+} > "$W/env.txt" 2>&1
+cat "$W/env.txt" | tee -a "$OUT/digest.txt"
+
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH=/tmp/site
+fi
+python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . > "$W/install.log" 2>&1 \
+  || { say "install FAILED"; cat "$W/install.log"; exit 1; }
+python3 -c "import inductor_perf, orjson; print('installed', inductor_perf.__file__)" | tee -a "$OUT/digest.txt"
+
+for phase in "${phases[@]}"; do
+  t=$(left)
+  cap_var="MAX_${phase^^}"  # e.g. MAX_ZOO=240 caps one phase
+  cap="${!cap_var:-}"
+  [ -n "$cap" ] && [ "$cap" -lt "$t" ] && t=$cap
+  if [ "$t" -lt 20 ]; then say "$phase: skipped, no time left"; continue; fi
+  say "$phase (up to ${t}s)"
+  case "$phase" in
+    tests)
+      timeout "$t" python3 -m pytest -q -ra -m gpu -p no:cacheprovider tests/integration/test_gpu.py ${PYTEST_GPU_ARGS:-} \
+        --tb=short -p no:logging > "$W/pytest_gpu.log" 2>&1
+      grep -E "^(E |FAILED|ERROR|tests/.*Error)|passed|failed" "$W/pytest_gpu.log" | head -60 | tee -a "$OUT/digest.txt" ;;
+    zoo)
+      ZOO_TIMEOUT=${ZOO_TIMEOUT:-$(( t / 4 ))} timeout "$t" python3 tools/gpu_zoo.py "$W/zoo" ${ZOO_CASES:-} 2>&1 \
+        | tee -a "$OUT/digest.txt" ;;
+    ncu)
+      timeout "$t" python3 tools/gpu_ncu.py "$W/ncu" ${NCU_CASES:-} > "$W/ncu/ncu.log" 2>&1
+      tail -60 "$W/ncu/ncu.log" | tee -a "$OUT/digest.txt" ;;
+    bench)
+      mkdir -p "$W/bench"
+      B="$W/bench" timeout "$t" bash -c "${BENCH_CMD:-tools/gpu_bench.sh}" > "$W/bench/bench.log" 2>&1
+      tail -60 "$W/bench/bench.log" | tee -a "$OUT/digest.txt" ;;
+    integration)
+      timeout "$t" python3 -m pytest -q -ra -p no:cacheprovider -x tests/integration ${INTEGRATION_ARGS:-} \
+        --tb=short -p no:logging > "$W/pytest_integration.log" 2>&1
+      grep -E "^(E |FAILED|ERROR)|passed|failed" "$W/pytest_integration.log" | head -60 | tee -a "$OUT/digest.txt" ;;
+    *) say "unknown phase $phase" ;;
+  esac
+done
