@@ -234,6 +234,7 @@ def _static_args(cost: EventCost) -> tuple[dict[str, Any], dict[str, Any]]:
         tf.IS_BACKWARD: cost.is_backward,
         tf.COST_SOURCE: cost.cost_source,
         tf.EAGER_OPS: ", ".join(cost.eager_ops) if cost.eager_ops else None,
+        tf.KERNEL_DTYPE: str(cost.dtype).removeprefix("torch.") if cost.dtype is not None else None,
     }
     return ({k: v for k, v in head.items() if v is not None}, {k: v for k, v in tail.items() if v is not None})
 

@@ -105,6 +105,13 @@ def _split(cost: EventCost, weights: list[float]) -> list[EventCost]:
     return out
 
 
+def _share(costs: dict[int, EventCost], events: list, ids: list[int], cost: EventCost) -> int:
+    """Give the device events ``ids`` one call site's ``cost``, split by duration; returns len(ids)."""
+    for d, c in zip(ids, _split(cost, [float(events[d].get("dur") or 0) for d in ids])):
+        costs[d] = c
+    return len(ids)
+
+
 def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
                     ) -> tuple[dict[int, EventCost], JoinStats]:
     """Per-event costs for every kernel event that ran inside one of our markers.
@@ -195,9 +202,7 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
                 dev = _device_kernels(events, ordered[(marker.get("pid"), marker.get("tid"))], j,
                                       outer_end, corr_to_device)
                 if dev:
-                    for d, c in zip(dev, _split(cost, [float(events[d].get("dur") or 0) for d in dev])):
-                        costs[d] = c
-                    stats.device_events_tagged += len(dev)
+                    stats.device_events_tagged += _share(costs, events, dev, cost)
                     continue
             costs[i] = cost
             stats.events_tagged += 1
@@ -219,11 +224,9 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
                         stats.symbolic_unresolved += 1
                         continue
                     matched += 1
-                    ids = [replayed[k] for k in dev]
-                    for d, c in zip(ids, _split(cost, [float(events[d].get("dur") or 0) for d in ids])):
-                        costs[d] = c
-                    stats.device_events_tagged += len(ids)
-                    stats.graph_replay_kernels += len(ids)
+                    n = _share(costs, events, [replayed[k] for k in dev], cost)
+                    stats.device_events_tagged += n
+                    stats.graph_replay_kernels += n
         stats.unmatched_call_sites += len(graph.kernels) - matched
         stats.per_marker_counts.append((instance_id, matched))
     return costs, stats

@@ -490,13 +490,33 @@ def _python_frame(ev: _Ev | None) -> str | None:
     return None
 
 
-def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str = "float32",
+def headline_dtype(kernels: Iterable[Mapping[str, Any]]) -> str:
+    """The dtype whose roof a trace's overall "% of peak" uses: of the ``kernel_dtype`` args the
+    augmentation wrote, the one carrying the most matmul FLOPs, then the most FLOPs; float32 when
+    no event says (a raw trace).
+
+    >>> headline_dtype([{"kernel_dtype": "bfloat16", "kernel_matmul_flop": 8, "kernel_flop": 8},
+    ...                 {"kernel_dtype": "float32", "kernel_matmul_flop": 0, "kernel_flop": 99}])
+    'bfloat16'
+    """
+    totals: dict[str, list[float]] = {}
+    for args in kernels:
+        name = args.get(tf.KERNEL_DTYPE)
+        if not isinstance(name, str):
+            continue
+        acc = totals.setdefault(name, [0.0, 0.0])
+        acc[0] += _num(args.get(tf.KERNEL_MATMUL_FLOP)) or 0
+        acc[1] += _num(args.get(tf.KERNEL_FLOP)) or 0
+    return max(totals, key=lambda k: tuple(totals[k])) if totals else "float32"
+
+
+def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None = None,
               top: int = 20, label: str | None = None) -> Summary:
     """Summarize one Kineto / Chrome trace dict (one rank).
 
     ``device``: an object or mapping with ``name``, ``peak_tflops`` (dict keyed by torch.dtype or dtype
     name), ``mem_bandwidth_gbs`` and ``peak_source``; when given, overall and per-kernel achieved
-    figures are compared with its ``dtype`` peak. ``top`` bounds each table's rows. Never raises on
+    figures are compared with its ``dtype`` peak (default: :func:`headline_dtype` of the trace). ``top`` bounds each table's rows. Never raises on
     odd events: they are counted in ``skipped`` / ``bad_args`` instead.
     """
     from .errors import TraceFormatError
@@ -563,6 +583,8 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str = "flo
             bad_args += 1
         return v
 
+    if dtype is None:
+        dtype = headline_dtype(k.args for k in kernels)
     peak = _device_peaks(device, dtype)
     split: dict[str, float] = {kind: 0.0 for kind in KINDS}
     total_flop: float = 0

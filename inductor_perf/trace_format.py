@@ -45,11 +45,13 @@ GRAPH_ID = "graph_id"                            # Inductor graph id the kernel 
 IS_BACKWARD = "is_backward"                      # bool
 COST_SOURCE = "cost_source"                      # "tag" (compile-time) | "shapes" (recorded shapes) | "triton" (launch args)
 EAGER_OPS = "eager_ops"                          # "aten::add, aten::native_layer_norm": eager ops fused into the kernel
+KERNEL_DTYPE = "kernel_dtype"                    # "bfloat16": the dtype whose roof the achieved % uses
 
 ADDED_ARG_KEYS = (
     KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
     ACHIEVED_TFLOPS, ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND,
     SOURCE, MODULE_PATH, NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE, EAGER_OPS,
+    KERNEL_DTYPE,
 )
 
 # --- Loading and saving ---------------------------------------------------------------------------

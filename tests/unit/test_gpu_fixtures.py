@@ -130,3 +130,18 @@ def test_offline_augment_keeps_every_event(tmp_path):
     out = tmp_path / "again.json.gz"
     augment_file(str(src), str(out))
     assert len(tf.load_trace(str(out))["traceEvents"]) == len(_trace("gpt_bf16")["traceEvents"])
+
+
+def test_summary_rates_a_bf16_step_against_the_bf16_roof():
+    """Augmented again offline (now with kernel_dtype), the summary picks the dtype that carries the
+    matmul work: bf16 for the autocast GPT block, not the fp32 default."""
+    from inductor_perf.augment import augment_trace, device_from_trace
+    from inductor_perf.summary import summarize
+
+    raw, (costs, _) = _rejoin("gpt_bf16")
+    device, _ = device_from_trace(raw)
+    augmented, _ = augment_trace(raw, costs, device, device_events_only=True)
+    s = summarize(augmented, device=device)
+    assert (s.peak.dtype, s.peak.peak_tflops) == ("bfloat16", 989.5)
+    # 42.4 GFLOP of matmuls in the step; the % is against 989.5 TFLOP/s, not fp32's 67
+    assert s.flops_pct_of_peak == pytest.approx(100 * s.achieved_tflops / 989.5, rel=1e-3)
