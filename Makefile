@@ -7,9 +7,10 @@ BIN := $(VENV)/bin
 
 .PHONY: demo test setup test-matrix
 
-$(BIN)/.installed: pyproject.toml
+# numpy: without it torch warns "Failed to initialize NumPy" at import, before anything of ours.
+$(BIN)/.installed: pyproject.toml Makefile
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0
+	$(BIN)/pip install -q --disable-pip-version-check torch==2.13.0 numpy
 	$(BIN)/pip install -q --disable-pip-version-check -e '.[test]'
 	touch $@
 

@@ -234,9 +234,13 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
 
     graph_id = kwargs.get("graph_id")
     is_backward = bool(kwargs.get("is_backward", False))
+    from .compat import current_frame_compile
+
+    frame = current_frame_compile()
     graph = GraphTags(instance_id=REGISTRY.new_instance_id(),
                       graph_id=graph_id if graph_id is not None else -1,
-                      is_backward=is_backward, kernel_profile=kernel_profile)
+                      is_backward=is_backward, kernel_profile=kernel_profile,
+                      frame_id=frame[0] if frame else None, compile_id=frame[1] if frame else None)
     collector = TagCollector(graph.graph_id, is_backward,
                              inject_failure=env.get_flag(env.INJECT_TAGGING_FAILURE))
     try:

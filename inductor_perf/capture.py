@@ -1,8 +1,8 @@
 """The profiling window: from an env var (automatic) or a context manager (explicit), per process.
 
 Automatic: with ``INDUCTOR_PERF_TRACE_DIR`` set, the first compile arms a session. A *step* is
-counted at each call of the first forward graph the process runs (the step's first compiled
-graph); after ``INDUCTOR_PERF_SKIP`` steps (compile and warm-up) the profiler starts right before
+counted at each call of the root compiled frame, whichever of its compiled variants runs (see
+:class:`AutoCapture`); after ``INDUCTOR_PERF_SKIP`` steps (compile and warm-up) the profiler starts right before
 that call, and it stops right before the call that begins step ``SKIP + INDUCTOR_PERF_STEPS``, so
 the recorded steps are whole: forward, backward, and whatever the loop does in between.
 
@@ -278,27 +278,49 @@ class _Window:
 
 
 class AutoCapture:
-    """The env-var session: counts steps at graph calls and opens one window."""
+    """The env-var session: counts steps at graph calls and opens one window.
+
+    A step is one call of the root compiled frame - the Dynamo frame of the first forward graph the
+    process runs - whichever of its compiled variants ran: a recompile of that frame (a guard on a
+    config attribute, the automatic-dynamic recompile at the second shape) gets new graphs, and
+    each variant's first forward graph counts. Graphs of other frames (the pieces after a graph
+    break, nested compiled functions) and backward graphs never count. Without Dynamo's frame id
+    (an older or newer torch that does not say) the first forward graph alone counts.
+    """
 
     def __init__(self, out_dir: str, skip_steps: int, record_steps: int) -> None:
         self.window = _Window(out_dir, None)
         self.skip_steps = skip_steps
         self.record_steps = record_steps
-        self.anchor: int | None = None
+        self.anchor: Any = None
+        """The root frame's id, or ("graph", instance id) when the frame is not known."""
+        self.entries: dict[Any, int] = {}
+        """Per compile of the root frame, the forward graph each call of it begins with."""
         self.steps_seen = 0
+        self.calls_seen = 0
         self.done = False
         self._lock = threading.Lock()
+
+    def _is_step_start(self, graph: GraphTags) -> bool:
+        if graph.is_backward:
+            return False
+        frame = graph.frame_id if graph.frame_id is not None else ("graph", graph.instance_id)
+        if self.anchor is None:
+            self.anchor = frame
+        if frame != self.anchor:
+            return False
+        # One compile can make several forward graphs (DDPOptimizer splits it): the first one called
+        # is where each call of that variant begins.
+        key = graph.compile_id if graph.compile_id is not None else graph.instance_id
+        return self.entries.setdefault(key, graph.instance_id) == graph.instance_id
 
     def before_call(self, graph: GraphTags) -> None:
         if self.done:
             return
-        if self.anchor is None:
-            if graph.is_backward:
-                return
-            self.anchor = graph.instance_id
-        if graph.instance_id != self.anchor:
-            return
         with self._lock:
+            self.calls_seen += 1
+            if not self._is_step_start(graph):
+                return
             self.steps_seen += 1
             if self.steps_seen == self.skip_steps + 1:
                 if not self.window.start():
@@ -311,15 +333,24 @@ class AutoCapture:
                     self.window.stop()
                     uninstall(self)
 
+    def seen(self) -> str:
+        """What the session saw, for the message when no window opened."""
+        variants = len(self.entries)
+        graphs = len(REGISTRY.graphs())
+        return (f"{self.steps_seen} step(s) (calls of the root compiled frame, {variants} compiled "
+                f"variant(s) of it: {max(variants - 1, 0)} recompile(s)), {self.calls_seen} compiled-graph "
+                f"call(s) in all, {graphs} graph(s) compiled")
+
     def at_exit(self) -> None:
         if self.window.running:
             self.window.steps += 1
             self.window.stop(note=f"the program ended inside the window: {self.window.steps} "
                                   f"of {self.record_steps} step(s) recorded, the last one may be partial")
         elif not self.done:
-            log.warning("inductor_perf: %s is set but only %d step(s) ran, fewer than the %d skipped "
-                        "for warm-up; nothing was captured (lower %s)", env.TRACE_DIR,
-                        self.steps_seen, self.skip_steps, env.SKIP_STEPS)
+            log.warning("inductor_perf: %s is set but nothing was captured: saw %s; the window opens "
+                        "after %d step(s). Lower %s (or run more steps), or use inductor_perf.profile() "
+                        "with p.step() to mark steps yourself", env.TRACE_DIR, self.seen(),
+                        self.skip_steps, env.SKIP_STEPS)
         self.done = True
 
 

@@ -250,3 +250,20 @@ def backend_support() -> BackendSupport:
                     "internals we use are present, so tagging is on.", version,
                     ", ".join(_fmt(v) for v in TESTED_TORCH), len(INTERNALS))
     return BackendSupport(version, tagging=not missing, missing=missing, tested=tested)
+
+
+# --- adapters ------------------------------------------------------------------------------------
+def current_frame_compile() -> tuple[int, str] | None:
+    """(Dynamo frame id, compile id text) of the compile in progress, or None when this torch does
+    not say. A recompile of a frame keeps its frame id and gets a new compile id; a graph break
+    continues in a new frame. Capture counts steps by frame (see capture.AutoCapture)."""
+    try:
+        from torch._guards import CompileContext
+
+        cid = CompileContext.current_compile_id()
+        frame_id = getattr(cid, "frame_id", None)
+        if cid is None or frame_id is None:
+            return None
+        return int(frame_id), str(cid)
+    except Exception:  # an optional internal: without it, capture anchors on one graph
+        return None

@@ -214,6 +214,9 @@ class GraphTags:
     symbol_locators: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     """Size symbol -> where to read it from a call's inputs: ``("int", i)`` or ``("size", i, dim)``."""
     compile_id: str | None = None
+    """Dynamo's compile id (``"0/1"``: frame 0, its second compile), when torch says."""
+    frame_id: int | None = None
+    """Dynamo's frame id: the same for every recompile of one frame."""
     kernel_profile: bool = False
     """Whether C++ kernels of this graph were compiled to appear by name in profiler traces."""
 
@@ -244,6 +247,7 @@ class GraphTags:
             "profiler_graph_id": self.profiler_graph_id,
             "symbol_locators": {k: list(v) for k, v in self.symbol_locators.items()},
             "compile_id": self.compile_id,
+            "frame_id": self.frame_id,
             "kernel_profile": self.kernel_profile,
             "kernels": [k.to_dict() for k in self.kernels],
         }
@@ -262,6 +266,7 @@ class GraphTags:
             profiler_graph_id=d.get("profiler_graph_id"),
             symbol_locators={k: tuple(v) for k, v in d.get("symbol_locators", {}).items()},
             compile_id=d.get("compile_id"),
+            frame_id=d.get("frame_id"),
             kernel_profile=d.get("kernel_profile", False),
         )
 

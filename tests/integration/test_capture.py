@@ -315,3 +315,52 @@ def test_profiler_already_running_warns_and_run_goes_on(tmp_path, caplog):
     assert "nothing written" in p.result.summary_text
     assert any("already running" in r.getMessage() for r in caplog.records)
     assert not any(tmp_path.iterdir())
+
+
+RECOMPILE_SCRIPT = textwrap.dedent('''
+    import json, torch, torch.nn as nn
+    torch.manual_seed(0)
+    class Classifier(nn.Module):
+        """Like transformers' *ForSequenceClassification: the first forward sets a config attribute
+        that the next call's guards read, so Dynamo recompiles the frame on the second call."""
+        def __init__(s):
+            super().__init__(); s.fc = nn.Linear(16, 4); s.problem_type = None
+        def forward(s, x):
+            if s.problem_type is None:
+                s.problem_type = "single_label"
+            return s.fc(x)
+    m = Classifier(); f = torch.compile(m, backend="inductor_perf")
+    x = torch.randn(8, 16)
+    for step in range(STEPS):
+        f(x).sum().backward()
+    import inductor_perf
+    fwd = [g for g in inductor_perf.graph_table() if not g.is_backward]
+    print("RESULT " + json.dumps({"forward_graphs": len(fwd), "frames": sorted({g.frame_id for g in fwd}),
+                                  "compile_ids": sorted({g.compile_id for g in fwd})}))
+''')
+
+
+def test_steps_survive_a_recompile_of_the_root_frame(tmp_path):
+    """The second call recompiles the forward (a guard on an attribute the first call set); the
+    steps after it run the second variant, and still count: the window opens and closes."""
+    proc, result = _run(RECOMPILE_SCRIPT.replace("STEPS", "7"),
+                        {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "3",
+                         "INDUCTOR_PERF_STEPS": "2"}, str(tmp_path))
+    # two compiled variants of one frame (independent of our counting: Dynamo's own compile ids)
+    assert result["forward_graphs"] == 2 and len(result["frames"]) == 1 and len(result["compile_ids"]) == 2
+    (trace,) = glob.glob(str(tmp_path / "*.trace.json.gz"))
+    events = _strict_load_gz(trace)["traceEvents"]
+    fwd_markers = [e for e in events if e.get("ph") == "X" and e["name"].startswith("## inductor_perf graph=")
+                   and " fwd" in e["name"]]
+    assert len(fwd_markers) == 2  # exactly the two recorded steps' forward calls
+    assert all(e["args"].get("kernel_flop") is not None for e in _kernel_events({"traceEvents": events}))
+
+
+def test_no_window_says_what_was_seen(tmp_path):
+    proc, result = _run(RECOMPILE_SCRIPT.replace("STEPS", "2"),
+                        {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "3"}, str(tmp_path))
+    assert not glob.glob(str(tmp_path / "*.trace.json.gz"))
+    msg = [ln for ln in proc.stderr.splitlines() if "nothing was captured" in ln]
+    assert len(msg) == 1, proc.stderr[-2000:]
+    assert "saw 2 step(s)" in msg[0] and "2 compiled variant(s) of it: 1 recompile(s)" in msg[0]
+    assert "INDUCTOR_PERF_SKIP" in msg[0]
