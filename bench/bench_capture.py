@@ -68,17 +68,21 @@ def activities(device: str) -> list | None:
 def profiled_step_time(fn, x, steps: int, device: str = "cpu") -> float:
     from torch.profiler import profile
 
-    sync = models.cuda_sync(device)
     with profile(activities=activities(device), record_shapes=True):
-        if sync is not None:
-            sync()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            fn(x).sum().backward()
-        if sync is not None:
-            sync()
-        t = (time.perf_counter() - t0) / steps
-    return t
+        return timed_steps(fn, x, steps, device)
+
+
+def timed_steps(fn, x, steps: int, device: str) -> float:
+    """Seconds per training step of ``fn`` over ``steps`` steps (the GPU synchronized at both ends)."""
+    sync = models.cuda_sync(device)
+    if sync is not None:
+        sync()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn(x).sum().backward()
+    if sync is not None:
+        sync()
+    return (time.perf_counter() - t0) / steps
 
 
 def our_window_step_time(fn, x, steps: int, device: str, out_dir: str, tagged: list[int]) -> float:
@@ -86,16 +90,8 @@ def our_window_step_time(fn, x, steps: int, device: str, out_dir: str, tagged: l
     Appends the kernel events it tagged to ``tagged``."""
     import inductor_perf
 
-    sync = models.cuda_sync(device)
     with inductor_perf.profile(out_dir) as p:
-        if sync is not None:
-            sync()
-        t0 = time.perf_counter()
-        for _ in range(steps):
-            fn(x).sum().backward()
-        if sync is not None:
-            sync()
-        t = (time.perf_counter() - t0) / steps
+        t = timed_steps(fn, x, steps, device)
     if p.result is None or p.result.trace_path is None:
         raise OurWindowError(f"inductor_perf.profile() wrote nothing: {p.result and p.result.warnings}")
     tagged.append(p.result.events_tagged)

@@ -105,6 +105,19 @@ def _split(cost: EventCost, weights: list[float]) -> list[EventCost]:
     return out
 
 
+def _is_kernel(ev: dict) -> bool:
+    return str(ev.get("cat")).lower() == "kernel"
+
+
+def _call_cost(tag: KernelTag, symbols: Mapping[str, int] | None, stats: JoinStats) -> EventCost | None:
+    """One call's cost, or None (counted) when the trace lacks a size its symbolic cost needs."""
+    try:
+        return event_cost(tag, symbols)
+    except ValueError:
+        stats.symbolic_unresolved += 1
+        return None
+
+
 def _share(costs: dict[int, EventCost], events: list, ids: list[int], cost: EventCost) -> int:
     """Give the device events ``ids`` one call site's ``cost``, split by duration; returns len(ids)."""
     for d, c in zip(ids, _split(cost, [float(events[d].get("dur") or 0) for d in ids])):
@@ -192,10 +205,8 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
             seen[ev["name"]] = k + 1
             outer_end = ev["ts"] + ev["dur"]
             tag = sites[k]
-            try:
-                cost = event_cost(tag, symbols)
-            except ValueError:
-                stats.symbolic_unresolved += 1
+            cost = _call_cost(tag, symbols, stats)
+            if cost is None:
                 continue
             matched += 1
             if tag.device != "cpu":
@@ -209,19 +220,17 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
         if matched == 0:
             # A CUDA graph replay (mode="reduce-overhead"): no per-kernel launches on the host,
             # one cudaGraphLaunch whose device kernels are the captured ones, in capture order.
+            device_tags = [t for t in graph.kernels if t.device != "cpu"]
             for j in range(lo, hi):
                 ev = events[idx[j]]
                 if ev.get("name") not in _GRAPH_LAUNCHES or ev["ts"] + ev["dur"] > m_end + 1e-3:
                     continue
                 corr = (ev.get("args") or {}).get("correlation")
-                replayed = [d for d in corr_to_device.get(corr, ()) if str(events[d].get("cat")).lower() == "kernel"]
-                replayed.sort(key=lambda d: events[d]["ts"])
-                device_tags = [t for t in graph.kernels if t.device != "cpu"]
+                replayed = sorted((d for d in corr_to_device.get(corr, ()) if _is_kernel(events[d])),
+                                  key=lambda d: events[d]["ts"])
                 for tag, dev in align_replay(device_tags, [events[d]["name"] for d in replayed]):
-                    try:
-                        cost = event_cost(tag, symbols)
-                    except ValueError:
-                        stats.symbolic_unresolved += 1
+                    cost = _call_cost(tag, symbols, stats)
+                    if cost is None:
                         continue
                     matched += 1
                     n = _share(costs, events, [replayed[k] for k in dev], cost)
@@ -292,5 +301,5 @@ def _device_kernels(events: list, thread: tuple[list[int], list[float]], j: int,
             out.extend(corr_to_device.get(corr, ()))
     # An op that launched kernels and a memset/memcpy (cuBLAS zeroing a workspace) puts its cost on
     # the kernels: a memset does no FLOPs. Copies alone (aten::copy_ as a DtoD memcpy) keep it.
-    kernels = [d for d in out if str(events[d].get("cat")).lower() == "kernel"]
+    kernels = [d for d in out if _is_kernel(events[d])]
     return sorted(set(kernels or out), key=lambda d: events[d]["ts"])
