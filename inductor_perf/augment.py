@@ -22,11 +22,12 @@ import time
 import warnings
 import zlib
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from . import trace_format as tf
 from .errors import TraceFormatError
+from .event_cost import COST_SOURCES, AugmentStats, EventCost  # noqa: F401  (re-exported)
 from .roofline import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
 from .roofline import DEFAULT_LATENCY_PCT as _LATENCY_PCT
 from .roofline import DEFAULT_LATENCY_US as _LATENCY_US
@@ -37,105 +38,6 @@ if TYPE_CHECKING:  # pragma: no cover
     from .devices import DeviceSpec
 
 log = logging.getLogger(__name__)
-
-COST_SOURCES = ("tag", "shapes", "triton")
-
-
-@dataclass(frozen=True)
-class EventCost:
-    """What one kernel event computed, and where it came from."""
-
-    flops: int
-    matmul_flops: int
-    bytes_read: int
-    bytes_written: int
-    dtype: "torch.dtype | str | None" = None
-    """Picks the peak: the matmul roof when ``matmul_flops > 0``, else the vector roof. A torch.dtype
-    (capture) or its name as torch spells it ("bfloat16"; offline attribution, which stays torch-free)."""
-    source: str | None = None
-    module_path: str | None = None
-    node_names: tuple[str, ...] = ()
-    stack_trace: str | None = None
-    kind: str | None = None
-    """"generated" | "extern"."""
-    graph_id: int | None = None
-    is_backward: bool | None = None
-    eager_ops: tuple[str, ...] = ()
-    """Eager ops fused into the kernel (``aten::add``, ...), from the tags' FX nodes."""
-    cost_source: str = "shapes"
-    """"tag" | "shapes" | "triton". For "triton" only the total bytes are known (kept in
-    ``bytes_read``), so the read/written split is not written to the trace."""
-
-
-@dataclass
-class AugmentStats:
-    """Counts of what augmentation did and what it had to skip; the CLI prints the non-zero ones."""
-
-    events: int = 0
-    events_augmented: int = 0
-    cpu_ops: int = 0
-    device_kernels: int = 0
-    ops_costed: int = 0
-    """CPU ops whose FLOPs/bytes came from recorded shapes (or launch args)."""
-    ops_without_shapes: int = 0
-    """Ops with a known formula but no usable ``Input Dims`` / ``Concrete Inputs``."""
-    ops_bad_shapes: int = 0
-    """Ops whose recorded shapes do not fit the op (wrong rank, mismatched dims)."""
-    unknown_dtypes: int = 0
-    unknown_dtype_names: tuple[str, ...] = ()
-    kernels_without_launch: int = 0
-    """Device kernels whose launching CPU op could not be found."""
-    duplicate_external_ids: int = 0
-    ops_with_several_kernels: int = 0
-    """Costed ops that launched more than one kernel: the cost goes on the longest one."""
-    triton_costed: int = 0
-    nonpositive_dur: int = 0
-    """Costed events with dur <= 0 (or missing): no achieved throughput for them."""
-    non_finite_inputs: int = 0
-    """NaN / Infinity values in the input file, written as null."""
-    device_name: str | None = None
-    peaks_known: bool = False
-    notes: list[str] = field(default_factory=list)
-
-    def merge_from(self, other: "AugmentStats") -> None:
-        """Add ``other``'s counts to this one (names and notes are combined)."""
-        for f in ("events", "cpu_ops", "device_kernels", "ops_costed", "ops_without_shapes", "ops_bad_shapes",
-                  "unknown_dtypes", "kernels_without_launch", "duplicate_external_ids",
-                  "ops_with_several_kernels", "triton_costed", "nonpositive_dur", "non_finite_inputs"):
-            setattr(self, f, getattr(self, f) + getattr(other, f))
-        self.unknown_dtype_names = tuple(sorted(set(self.unknown_dtype_names) | set(other.unknown_dtype_names)))
-        self.notes.extend(n for n in other.notes if n not in self.notes)
-
-    def warnings(self) -> list[str]:
-        """One short line per non-zero problem count."""
-        out = []
-        if self.events == 0:
-            out.append("the trace has no events")
-        if self.non_finite_inputs:
-            out.append(f"{self.non_finite_inputs} NaN/Infinity values written as null")
-        if self.ops_without_shapes:
-            out.append(f"{self.ops_without_shapes} matmul/conv/attention ops without recorded shapes "
-                       "(profile with record_shapes=True)")
-        if self.ops_bad_shapes:
-            out.append(f"{self.ops_bad_shapes} ops with shapes that do not fit the op")
-        if self.unknown_dtypes:
-            names = ", ".join(self.unknown_dtype_names[:5])
-            out.append(f"{self.unknown_dtypes} ops with unknown dtypes ({names})")
-        if self.kernels_without_launch:
-            out.append(f"{self.kernels_without_launch} device kernels without a launching op")
-        if self.duplicate_external_ids:
-            out.append(f"{self.duplicate_external_ids} duplicate External ids")
-        if self.nonpositive_dur:
-            out.append(f"{self.nonpositive_dur} costed events with dur <= 0 (no achieved rate)")
-        out.extend(self.notes)
-        return out
-
-    def summary_line(self) -> str:
-        """``"12 of 3400 events augmented; warnings: ..."`` for the CLI's one line."""
-        s = f"{self.events_augmented} of {self.events} events augmented"
-        w = self.warnings()
-        return s + ("; " + "; ".join(w) if w else "")
-
 
 # --- the pure core -------------------------------------------------------------------------------
 def augment_trace(trace: dict, costs: Mapping[int, EventCost], device: "DeviceSpec | None", *,

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import bisect
 from collections import defaultdict
-from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from .augment import EventCost
+from .event_cost import EventCost, JoinStats
 from .markers import MARKER_PREFIX, parse_marker
 from .tags import GraphTags, KernelTag
 
@@ -28,36 +27,6 @@ def _is_device_side(cat: Any) -> bool:
     """Events on a GPU timeline: kernels and copies, and the GPU-stream copies Kineto makes of
     user annotations (``gpu_user_annotation``), which must not count as graph calls."""
     return isinstance(cat, str) and (cat.lower() in _DEVICE_CATS or cat.lower().startswith("gpu_"))
-
-
-@dataclass
-class JoinStats:
-    """What the join found; ``unmatched_*`` are worth a warning."""
-
-    markers: int = 0
-    markers_unknown_graph: int = 0
-    """Markers whose graph instance this process does not know (another process's trace)."""
-    untagged_graphs: int = 0
-    events_tagged: int = 0
-    device_events_tagged: int = 0
-    unmatched_call_sites: int = 0
-    """Call sites with no event (e.g. C++ kernels compiled without kernel profiling)."""
-    symbolic_unresolved: int = 0
-    graph_replay_kernels: int = 0
-    """Device kernels tagged by their position in a CUDA graph replay (mode="reduce-overhead")."""
-    per_marker_counts: list[tuple[int, int]] = field(default_factory=list)
-
-    def warnings(self) -> list[str]:
-        out = []
-        if self.markers_unknown_graph:
-            out.append(f"{self.markers_unknown_graph} graph call(s) from graphs this process did not compile")
-        if self.untagged_graphs:
-            out.append(f"{self.untagged_graphs} graph call(s) of untagged graphs (tagging failed)")
-        if self.unmatched_call_sites:
-            out.append(f"{self.unmatched_call_sites} kernel call site(s) had no event in the trace")
-        if self.symbolic_unresolved:
-            out.append(f"{self.symbolic_unresolved} kernel(s) with sizes the trace did not record")
-        return out
 
 
 def _dtype(tag: KernelTag) -> Any:
@@ -80,7 +49,7 @@ def event_cost(tag: KernelTag, symbols: Mapping[str, int] | None) -> EventCost:
         dtype=_dtype(tag), source=tag.source, module_path=tag.module_path,
         node_names=tuple(n.name for n in tag.nodes), stack_trace=tag.stack_trace,
         kind=tag.kind, graph_id=tag.graph_id, is_backward=tag.is_backward, cost_source="tag",
-        eager_ops=tag.eager_ops,
+        eager_ops=tag.eager_ops, tag=tag,
     )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from . import trace_format as tf
-from .augment import AugmentStats, EventCost
+from .event_cost import AugmentStats, EventCost
 
 log = logging.getLogger(__name__)
 

@@ -1,8 +1,5 @@
-"""Kineto / Chrome trace JSON: the argument keys we add, loading and saving.
-
-Arg keys follow upstream's ``kernel_flop`` / ``kernel_num_gb`` on purpose, so tools that already
-read those keep working.
-"""
+"""Kineto / Chrome trace JSON files: loading (plain or gzip, strict JSON), saving atomically, and
+splitting a large file into byte spans of events. The vocabulary of events is in events.py."""
 
 from __future__ import annotations
 
@@ -20,39 +17,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .errors import TraceFormatError
+from .events import (  # noqa: F401  (re-exported: the vocabulary moved to events.py)
+    KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN, ACHIEVED_TFLOPS,
+    ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND, SOURCE, MODULE_PATH,
+    NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE,
+    EAGER_OPS, KERNEL_DTYPE, ADDED_ARG_KEYS, CPU_OP_CATS, CPU_SCOPE_CATS, KERNEL_CATS,
+    RUNTIME_CATS, FLOW_CATS, number, category, event_args, complete_events,
+    device_kernels, cpu_ops, strict_json,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from array import array
-
-# --- Args added to every kernel event by augmentation -------------------------------------------
-KERNEL_FLOP = "kernel_flop"                      # int: total FLOPs of this call
-KERNEL_MATMUL_FLOP = "kernel_matmul_flop"        # int: the matmul / conv / attention part
-KERNEL_NUM_GB = "kernel_num_gb"                  # float: (bytes read + written) / 1e9
-KERNEL_BYTES_READ = "kernel_bytes_read"          # int
-KERNEL_BYTES_WRITTEN = "kernel_bytes_written"    # int
-ACHIEVED_TFLOPS = "achieved_tflops"              # float: kernel_flop / dur
-ACHIEVED_GBPS = "achieved_gbps"                  # float: bytes / dur
-ACHIEVED_FLOPS_PCT = "achieved_flops_pct"        # float: % of the compute roof (when known)
-ACHIEVED_BANDWIDTH_PCT = "achieved_bandwidth_pct"  # float: % of the memory roof (when known)
-ROOFLINE_BOUND = "roofline_bound"                # "compute" | "memory" | "latency" | "unknown"
-SOURCE = "source"                                # "file.py:123" of the innermost user frame
-MODULE_PATH = "module_path"                      # "encoder.layers.0.attn"
-NODE_NAMES = "node_names"                        # "mm_1, relu_2": FX nodes the kernel computes
-STACK_TRACE = "stack_trace"                      # the user's stack, as FX recorded it
-# Further keys, for joins and diffs.
-KERNEL_KIND = "kernel_kind"                      # "generated" | "extern"
-GRAPH_ID = "graph_id"                            # Inductor graph id the kernel belongs to
-IS_BACKWARD = "is_backward"                      # bool
-COST_SOURCE = "cost_source"                      # "tag" (compile-time) | "shapes" (recorded shapes) | "triton" (launch args)
-EAGER_OPS = "eager_ops"                          # "aten::add, aten::native_layer_norm": eager ops fused into the kernel
-KERNEL_DTYPE = "kernel_dtype"                    # "bfloat16": the dtype whose roof the achieved % uses
-
-ADDED_ARG_KEYS = (
-    KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
-    ACHIEVED_TFLOPS, ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND,
-    SOURCE, MODULE_PATH, NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE, EAGER_OPS,
-    KERNEL_DTYPE,
-)
 
 # --- Loading and saving ---------------------------------------------------------------------------
 # Nothing here imports torch: loading must stay cheap.
@@ -64,13 +39,6 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _WRITE_CHUNK = 20_000
 _WRITE_BUFFER = 1 << 20  # bytes buffered per write(2): small writes each cost a system call
 
-# Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces
-# wrote "Operator"/"Kernel"/"Runtime".
-CPU_OP_CATS = frozenset({"cpu_op", "operator"})
-CPU_SCOPE_CATS = frozenset({"cpu_op", "operator", "user_annotation"})
-KERNEL_CATS = frozenset({"kernel"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
-FLOW_CATS = frozenset({"ac2g"})
 
 
 @dataclass
@@ -203,17 +171,6 @@ def load_trace(path: str | os.PathLike) -> dict:
     return read_trace(path).trace
 
 
-def _sanitize(v: Any) -> Any:
-    """A copy of ``v`` with non-finite floats replaced by None (only called on the slow path)."""
-    if isinstance(v, float):
-        return v if math.isfinite(v) else None
-    if isinstance(v, dict):
-        return {k: _sanitize(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_sanitize(x) for x in v]
-    return v
-
-
 def _encoder() -> Callable[[Any], bytes]:
     """A function that encodes a JSON value as strict JSON bytes (never NaN/Infinity)."""
     orjson = _orjson()
@@ -223,7 +180,7 @@ def _encoder() -> Callable[[Any], bytes]:
             return json.dumps(v, allow_nan=False, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         except ValueError:
             # A non-finite float somewhere in v: strict JSON has no spelling for it.
-            return json.dumps(_sanitize(v), allow_nan=False, separators=(",", ":"),
+            return json.dumps(strict_json(v), allow_nan=False, separators=(",", ":"),
                               ensure_ascii=False).encode("utf-8")
         except (TypeError, RecursionError) as e:
             raise TraceFormatError(f"trace holds a value that is not JSON: {e}") from None
@@ -535,54 +492,3 @@ def framed_split(raw: bytes, gz: bool, start: int, end: int, starts: "array[int]
     if not isinstance(header, dict) or header.get("traceEvents") != []:
         return None
     return SplitTrace(raw=raw, starts=starts, ends=ends, header=header, gzipped=gz)
-
-
-# --- Event views ---------------------------------------------------------------------------------
-def number(v: Any) -> float | None:
-    """``v`` as a finite float, or None for anything else (bools, strings, NaN, missing)."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def category(ev: dict) -> str:
-    """The event's ``cat``, lower-cased ('' when missing or not a string)."""
-    cat = ev.get("cat")
-    return cat.lower() if isinstance(cat, str) else ""
-
-
-def event_args(ev: dict) -> dict:
-    """The event's ``args`` dict, or an empty dict when missing or malformed."""
-    a = ev.get("args")
-    return a if isinstance(a, dict) else {}
-
-
-def complete_events(trace: dict, cats: frozenset[str] | None = None) -> Iterator[tuple[int, dict, float, float]]:
-    """``(index, event, ts, dur)`` of every complete (``ph == "X"``) event with a finite ``ts``.
-
-    ``dur`` is 0.0 when missing or not a finite number. ``cats`` filters by lower-cased category.
-    """
-    for i, ev in enumerate(trace["traceEvents"]):
-        if not isinstance(ev, dict) or ev.get("ph") != "X":
-            continue
-        if cats is not None and category(ev) not in cats:
-            continue
-        ts = number(ev.get("ts"))
-        if ts is None:
-            continue
-        dur = number(ev.get("dur"))
-        yield i, ev, ts, (dur if dur is not None else 0.0)
-
-
-def device_kernels(trace: dict) -> Iterator[tuple[int, dict, float, float]]:
-    """Complete events of device kernels (``cat == "kernel"``)."""
-    return complete_events(trace, KERNEL_CATS)
-
-
-def cpu_ops(trace: dict) -> Iterator[tuple[int, dict, float, float]]:
-    """Complete events of CPU operators (``cat`` ``cpu_op`` or the older ``Operator``)."""
-    return complete_events(trace, CPU_OP_CATS)

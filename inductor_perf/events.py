@@ -1,0 +1,119 @@
+"""The trace-event vocabulary, in one place: the argument keys we add, the event categories, and
+the small readers every stage uses (number coercion, strict-JSON values, complete-event views).
+
+Arg keys follow upstream's ``kernel_flop`` / ``kernel_num_gb`` on purpose, so tools that already
+read those keep working. Pure and torch-free.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterator
+
+# --- Args added to every kernel event by augmentation -------------------------------------------
+KERNEL_FLOP = "kernel_flop"                      # int: total FLOPs of this call
+KERNEL_MATMUL_FLOP = "kernel_matmul_flop"        # int: the matmul / conv / attention part
+KERNEL_NUM_GB = "kernel_num_gb"                  # float: (bytes read + written) / 1e9
+KERNEL_BYTES_READ = "kernel_bytes_read"          # int
+KERNEL_BYTES_WRITTEN = "kernel_bytes_written"    # int
+ACHIEVED_TFLOPS = "achieved_tflops"              # float: kernel_flop / dur
+ACHIEVED_GBPS = "achieved_gbps"                  # float: bytes / dur
+ACHIEVED_FLOPS_PCT = "achieved_flops_pct"        # float: % of the compute roof (when known)
+ACHIEVED_BANDWIDTH_PCT = "achieved_bandwidth_pct"  # float: % of the memory roof (when known)
+ROOFLINE_BOUND = "roofline_bound"                # "compute" | "memory" | "latency" | "unknown"
+SOURCE = "source"                                # "file.py:123" of the innermost user frame
+MODULE_PATH = "module_path"                      # "encoder.layers.0.attn"
+NODE_NAMES = "node_names"                        # "mm_1, relu_2": FX nodes the kernel computes
+STACK_TRACE = "stack_trace"                      # the user's stack, as FX recorded it
+# Further keys, for joins and diffs.
+KERNEL_KIND = "kernel_kind"                      # "generated" | "extern"
+GRAPH_ID = "graph_id"                            # Inductor graph id the kernel belongs to
+IS_BACKWARD = "is_backward"                      # bool
+COST_SOURCE = "cost_source"                      # "tag" (compile-time) | "shapes" (recorded shapes) | "triton" (launch args)
+EAGER_OPS = "eager_ops"                          # "aten::add, aten::native_layer_norm": eager ops fused into the kernel
+KERNEL_DTYPE = "kernel_dtype"                    # "bfloat16": the dtype whose roof the achieved % uses
+
+ADDED_ARG_KEYS = (
+    KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
+    ACHIEVED_TFLOPS, ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND,
+    SOURCE, MODULE_PATH, NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE, EAGER_OPS,
+    KERNEL_DTYPE,
+)
+
+# Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces
+# wrote "Operator"/"Kernel"/"Runtime".
+CPU_OP_CATS = frozenset({"cpu_op", "operator"})
+CPU_SCOPE_CATS = frozenset({"cpu_op", "operator", "user_annotation"})
+KERNEL_CATS = frozenset({"kernel"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
+FLOW_CATS = frozenset({"ac2g"})
+# Device-side categories that can carry a kernel's cost (older Kineto capitalized them).
+DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+
+
+def is_device_side(cat: Any) -> bool:
+    """Events on a GPU timeline: kernels and copies, and the GPU-stream copies Kineto makes of
+    user annotations (``gpu_user_annotation``), which must not count as graph calls."""
+    return isinstance(cat, str) and (cat.lower() in DEVICE_CATS or cat.lower().startswith("gpu_"))
+
+
+def strict_json(v: Any) -> Any:
+    """A copy of ``v`` with non-finite floats replaced by None, which strict JSON can write."""
+    if isinstance(v, float):
+        return v if math.isfinite(v) else None
+    if isinstance(v, dict):
+        return {k: strict_json(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [strict_json(x) for x in v]
+    return v
+
+
+# --- Event views ---------------------------------------------------------------------------------
+def number(v: Any) -> float | None:
+    """``v`` as a finite float, or None for anything else (bools, strings, NaN, missing)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def category(ev: dict) -> str:
+    """The event's ``cat``, lower-cased ('' when missing or not a string)."""
+    cat = ev.get("cat")
+    return cat.lower() if isinstance(cat, str) else ""
+
+
+def event_args(ev: dict) -> dict:
+    """The event's ``args`` dict, or an empty dict when missing or malformed."""
+    a = ev.get("args")
+    return a if isinstance(a, dict) else {}
+
+
+def complete_events(trace: dict, cats: frozenset[str] | None = None) -> Iterator[tuple[int, dict, float, float]]:
+    """``(index, event, ts, dur)`` of every complete (``ph == "X"``) event with a finite ``ts``.
+
+    ``dur`` is 0.0 when missing or not a finite number. ``cats`` filters by lower-cased category.
+    """
+    for i, ev in enumerate(trace["traceEvents"]):
+        if not isinstance(ev, dict) or ev.get("ph") != "X":
+            continue
+        if cats is not None and category(ev) not in cats:
+            continue
+        ts = number(ev.get("ts"))
+        if ts is None:
+            continue
+        dur = number(ev.get("dur"))
+        yield i, ev, ts, (dur if dur is not None else 0.0)
+
+
+def device_kernels(trace: dict) -> Iterator[tuple[int, dict, float, float]]:
+    """Complete events of device kernels (``cat == "kernel"``)."""
+    return complete_events(trace, KERNEL_CATS)
+
+
+def cpu_ops(trace: dict) -> Iterator[tuple[int, dict, float, float]]:
+    """Complete events of CPU operators (``cat`` ``cpu_op`` or the older ``Operator``)."""
+    return complete_events(trace, CPU_OP_CATS)
