@@ -11,37 +11,18 @@ from __future__ import annotations
 
 import difflib
 import functools
-import hashlib
-import json
 import logging
-import os
-import tempfile
 import threading
 from typing import Any, Mapping, Sequence
 
 import torch
 
 from . import config as env
+from . import tag_store
 from .errors import OptionsError
 from .tags import REGISTRY, GraphTags, KernelTag
 
 log = logging.getLogger(__name__)
-
-# Bump when the tag format changes. Together with a hash of the modules that compute tags it
-# namespaces our FX graph cache entries and the tag files stored beside them, so a changed cost
-# convention never reads tags computed by older code.
-TAG_FORMAT_VERSION = "1"
-_TAG_SOURCES = ("tags.py", "tagging.py", "costs.py", "backend.py")
-
-
-@functools.lru_cache(maxsize=1)
-def tag_code_hash() -> str:
-    h = hashlib.sha256(TAG_FORMAT_VERSION.encode())
-    here = os.path.dirname(os.path.abspath(__file__))
-    for name in _TAG_SOURCES:
-        with open(os.path.join(here, name), "rb") as f:
-            h.update(f.read())
-    return h.hexdigest()[:16]
 
 # Our own keys in torch.compile(options=...); every other key must be an Inductor config key.
 OUR_OPTIONS: dict[str, str] = {
@@ -143,7 +124,7 @@ def _namespace_pass(existing: Any) -> Any:
             inner = existing.uuid() if existing is not None and hasattr(existing, "uuid") else None
             if existing is not None and inner is None:
                 return None  # the user's pass is not cacheable: neither are we
-            return f"inductor_perf-{tag_code_hash()}-{inner}"
+            return f"inductor_perf-{tag_store.tag_code_hash()}-{inner}"
 
     return _InductorPerfNamespace()
 
@@ -160,8 +141,11 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     support = backend_support()  # raises for torch older than we support; warns once otherwise
     ours, patches = split_options(options)
     patches = {**mode_patches(mode), **patches}
-    if "inductor_perf.device" in ours:
-        _remember_device_override(ours["inductor_perf.device"])
+    device_override = ours.get("inductor_perf.device")
+    if device_override is not None:
+        from . import devices
+
+        devices.parse_device_override(device_override)  # a bad row fails the compile, saying what is wrong
     from torch._inductor.compile_fx import compile_fx
 
     tagging = ours.get("inductor_perf.tagging", True) and not env.get_flag(env.DISABLE_TAGGING)
@@ -184,20 +168,11 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
         except Exception as e:
             _warn_once("inductor_perf: could not arm automatic capture (%s)", e)
     inner = functools.partial(_tagging_inner_compile, markers=ours.get("inductor_perf.markers", True),
-                              kernel_profile=kernel_profile)
+                              kernel_profile=kernel_profile, device_override=device_override)
     # An AOTAutograd cache hit skips inner_compile entirely (and its key ignores inner_compile):
     # turn it off for our compiles. The FX graph cache below it stays on.
     with torch._functorch.config.patch(enable_autograd_cache=False):
         return compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches, **kwargs)
-
-
-def _remember_device_override(value: Any) -> None:
-    """Validate an ``inductor_perf.device`` option now (a bad row fails the compile with a clear
-    message) and hand it to capture, which uses it for this process's summaries."""
-    from . import capture, devices
-
-    devices.parse_device_override(value)  # raises DeviceSpecError saying what is wrong
-    capture.DEVICE_OVERRIDE.value = value
 
 
 def _symbol_locators(example_inputs: Sequence[Any]) -> dict[str, tuple[Any, ...]]:
@@ -227,7 +202,8 @@ def _cache_hits() -> int:
 
 
 def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
-                           markers: bool = True, kernel_profile: bool = False, **kwargs: Any) -> Any:
+                           markers: bool = True, kernel_profile: bool = False, device_override: Any = None,
+                           **kwargs: Any) -> Any:
     from torch._inductor.compile_fx import compile_fx_inner
 
     from .tagging import TagCollector, collecting
@@ -255,7 +231,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
         compiled = compile_fx_inner(gm, example_inputs, **kwargs)
         cache_hit = _cache_hits() > hits
         if cache_hit and ctx is not None and collector.error is None \
-                and _load_tags(getattr(compiled, "_fx_graph_cache_key", None)) is None:
+                and tag_store.load(getattr(compiled, "_fx_graph_cache_key", None)) is None:
             # A hit on an entry whose tags were never stored (deleted, or written by a process that
             # crashed in between): compile once more without the cache so codegen runs.
             log.info("inductor_perf: FX graph cache hit without stored tags; recompiling graph %s",
@@ -286,7 +262,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
         graph.kernels = []
         _warn_once("inductor_perf: kernel tagging failed for graph %s (%s); the compiled model is "
                    "unaffected, its kernels are untagged", graph.graph_id, graph.error)
-    REGISTRY.add(graph)
+    REGISTRY.add(graph, device_override)
     if markers:
         try:
             from .markers import instrument
@@ -301,7 +277,7 @@ def _finish_tags(graph: GraphTags, collector: Any, compiled: Any, cache_hit: boo
     graph.cache_key = getattr(compiled, "_fx_graph_cache_key", None)
     graph.cache_hit = cache_hit
     if cache_hit:
-        stored = _load_tags(graph.cache_key)
+        stored = tag_store.load(graph.cache_key)
         if stored is None:
             raise RuntimeError(f"FX graph cache hit for {graph.cache_key} but no stored tags")
         graph.profiler_graph_id = stored.get("profiler_graph_id")
@@ -311,7 +287,7 @@ def _finish_tags(graph: GraphTags, collector: Any, compiled: Any, cache_hit: boo
     graph.profiler_graph_id = collector.profiler_graph_id
     if graph.cache_key:
         try:
-            _store_tags(graph)
+            tag_store.store(graph)
         except OSError as e:  # a full or read-only cache dir costs the next process a recompile
             _warn_once("inductor_perf: could not store kernel tags beside the FX graph cache (%s); "
                        "a later cache hit will recompile this graph to tag it", e)
@@ -321,45 +297,3 @@ def _rebase(tag: KernelTag, graph: GraphTags) -> KernelTag:
     import dataclasses
 
     return dataclasses.replace(tag, graph_id=graph.graph_id, is_backward=graph.is_backward)
-
-
-# --- tags persisted beside the FX graph cache ----------------------------------------------------
-def _tags_dir() -> str:
-    from torch._inductor.runtime.cache_dir_utils import cache_dir
-
-    return os.path.join(cache_dir(), "inductor_perf", f"tags-{tag_code_hash()}")
-
-
-def _tags_path(cache_key: str) -> str:
-    safe = hashlib.sha256(cache_key.encode()).hexdigest()[:40]
-    return os.path.join(_tags_dir(), f"{safe}.json")
-
-
-def _store_tags(graph: GraphTags) -> None:
-    assert graph.cache_key is not None
-    path = _tags_path(graph.cache_key)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    payload = {"cache_key": graph.cache_key, "profiler_graph_id": graph.profiler_graph_id,
-               "kernels": [k.to_dict() for k in graph.kernels]}
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, allow_nan=False)
-        os.replace(tmp, path)  # atomic: a concurrent reader sees the old file or the new one
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _load_tags(cache_key: str | None) -> dict[str, Any] | None:
-    if not cache_key:
-        return None
-    try:
-        with open(_tags_path(cache_key)) as f:
-            payload = json.load(f)
-    except (OSError, ValueError):
-        return None
-    if payload.get("cache_key") != cache_key:
-        return None
-    return payload

@@ -45,12 +45,6 @@ DEFAULT_SKIP_STEPS = 3
 DEFAULT_RECORD_STEPS = 2
 
 
-class DEVICE_OVERRIDE:
-    """Device peaks given through ``options={"inductor_perf.device": ...}`` (dict or file path)."""
-
-    value: Any = None
-
-
 @dataclass
 class CaptureResult:
     """What a finished capture wrote and found."""
@@ -124,19 +118,6 @@ def _release(base: str) -> None:
         pass
 
 
-def _write_text_atomic(path: str, text: str) -> None:
-    d = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".part")
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None) -> CaptureResult:
     """Join, augment, summarize and write one raw Kineto trace. Raises on I/O errors."""
     from .augment import augment_trace
@@ -144,14 +125,16 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     from .join import costs_from_tags
     from .report import format_summary
     from .summary import summarize
-    from .trace_format import load_trace, save_trace
+    from .trace_format import load_trace, save_trace, write_atomic
 
     trace = load_trace(raw_path)
     costs, jstats = costs_from_tags(trace, REGISTRY.get)
     on_gpu = any(isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
     device = None
     try:
-        device = resolve_device("cuda" if on_gpu else "cpu", override=DEVICE_OVERRIDE.value)
+        # peaks given with options={"inductor_perf.device": ...} when the graphs called here were compiled
+        override = REGISTRY.device_override(i for i, _ in jstats.per_marker_counts)
+        device = resolve_device("cuda" if on_gpu else "cpu", override=override)
     except Exception as e:  # peaks are optional: the trace is still useful without them
         log.warning("inductor_perf: could not determine device peaks (%s)", e)
     augmented, astats = augment_trace(trace, costs, device, device_events_only=on_gpu)
@@ -170,8 +153,9 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     result.summary_txt_path = base + ".summary.txt"
     result.summary_json_path = base + ".summary.json"
     save_trace(augmented, result.trace_path)
-    _write_text_atomic(result.summary_txt_path, text + "\n")
-    _write_text_atomic(result.summary_json_path, json.dumps(payload, indent=1, allow_nan=False) + "\n")
+    write_atomic(result.summary_txt_path, lambda f: f.write((text + "\n").encode()))
+    write_atomic(result.summary_json_path,
+                 lambda f: f.write((json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()))
     return result
 
 
@@ -370,18 +354,18 @@ _install_lock = threading.Lock()
 
 
 def install(session: Any) -> None:
-    markers.CALL_HOOK.session = session
+    """Make ``session`` the one graph calls report to; the one it covers comes back at
+    :func:`uninstall` (an explicit ``profile()`` block inside an env-var capture)."""
+    markers.CALL_HOOK.install(session)
 
 
 def uninstall(session: Any) -> None:
-    if markers.CALL_HOOK.session is session:
-        markers.CALL_HOOK.session = None
+    markers.CALL_HOOK.uninstall(session)
 
 
 def capture_requested() -> bool:
     """True when compiles should name their CPU kernels in traces (a capture is configured)."""
-    return bool(env.get_str(env.TRACE_DIR)) or markers.CALL_HOOK.session is not None \
-        or _ExplicitCount.active > 0
+    return bool(env.get_str(env.TRACE_DIR)) or markers.CALL_HOOK.active()
 
 
 def ensure_auto_capture() -> AutoCapture | None:
@@ -406,10 +390,6 @@ def ensure_auto_capture() -> AutoCapture | None:
         return session
 
 
-class _ExplicitCount:
-    active = 0
-
-
 class profile:
     """Profile a block of code and write an augmented trace and summary to ``out_dir``.
 
@@ -426,8 +406,11 @@ class profile:
         self._window = _Window(os.fspath(out), name)
         self.result: CaptureResult | None = None
 
+    def before_call(self, graph: GraphTags) -> None:
+        """Graph calls inside the block need nothing: the block is the window."""
+
     def __enter__(self) -> "profile":
-        _ExplicitCount.active += 1
+        install(self)
         self._window.start()
         return self
 
@@ -441,7 +424,7 @@ class profile:
                 log.debug("profiler step failed: %s", e)
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        _ExplicitCount.active -= 1
+        uninstall(self)
         note = f"the block raised {exc_type.__name__}; the trace ends there" if exc_type else None
         result = self._window.stop(note=note)
         # Always a result: when nothing was written, its warnings say why.

@@ -55,17 +55,33 @@ def parse_marker(name: str) -> tuple[int, bool, dict[str, int]] | None:
     return int(m.group(1)), m.group(2) == "bwd", symbols
 
 
-class _CallHook:
-    """The capture session that wants to see graph calls (None when no capture is armed).
+class CallHook:
+    """The capture session that sees graph calls: the innermost one open (None when none is).
 
-    Set and cleared by :mod:`inductor_perf.capture`; read on every graph call, so it is a plain
-    class attribute rather than anything costlier."""
+    Sessions are installed and removed by :mod:`inductor_perf.capture`, symmetrically: removing one
+    gives the slot back to the session it covered. ``session`` is read on every graph call, so it is
+    a plain attribute rather than anything costlier."""
 
-    session: Any = None
-    auto_armed: bool = False
+    def __init__(self) -> None:
+        self.session: Any = None
+        self._stack: list[Any] = []
+        self.auto_armed = False
+        """The env-var session was armed once in this process (it never re-arms after it ends)."""
+
+    def install(self, session: Any) -> None:
+        self._stack.append(session)
+        self.session = session
+
+    def uninstall(self, session: Any) -> None:
+        """Remove ``session`` wherever it is in the stack (a session may end out of order)."""
+        self._stack = [s for s in self._stack if s is not session]
+        self.session = self._stack[-1] if self._stack else None
+
+    def active(self) -> bool:
+        return bool(self._stack)
 
 
-CALL_HOOK = _CallHook
+CALL_HOOK = CallHook()
 
 
 def wrap_callable(fn: Callable[[Any], Any], graph: GraphTags) -> Callable[[Any], Any]:
@@ -83,7 +99,7 @@ def wrap_callable(fn: Callable[[Any], Any], graph: GraphTags) -> Callable[[Any],
             try:
                 session.before_call(graph)  # may open or close the profiling window
             except Exception:  # capture must never break the run
-                hook.session = None
+                hook.uninstall(session)
         # Checking the flag first keeps the profiler-off path at two attribute reads.
         if not profiler._is_profiler_enabled:
             return fn(inputs)

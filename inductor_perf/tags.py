@@ -12,7 +12,7 @@ import functools
 import re
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Union
+from typing import Any, Iterable, Mapping, Union
 
 # An integer, or the string form of a sympy expression over size symbols such as "s0".
 Quantity = Union[int, str]
@@ -277,6 +277,7 @@ class TagRegistry:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._graphs: dict[int, GraphTags] = {}
+        self._device_overrides: dict[int, Any] = {}
         self._next_id = 0
 
     def new_instance_id(self) -> int:
@@ -284,9 +285,18 @@ class TagRegistry:
             self._next_id += 1
             return self._next_id
 
-    def add(self, graph: GraphTags) -> None:
+    def add(self, graph: GraphTags, device_override: Any = None) -> None:
+        """Record ``graph``; ``device_override`` is the ``inductor_perf.device`` option it was
+        compiled with (a dict or file path; the capture of its calls uses those peaks)."""
         with self._lock:
             self._graphs[graph.instance_id] = graph
+            if device_override is not None:
+                self._device_overrides[graph.instance_id] = device_override
+
+    def device_override(self, instance_ids: Iterable[int]) -> Any:
+        """The first ``inductor_perf.device`` option among the graphs ``instance_ids``, or None."""
+        with self._lock:
+            return next((self._device_overrides[i] for i in instance_ids if i in self._device_overrides), None)
 
     def get(self, instance_id: int) -> GraphTags | None:
         with self._lock:
@@ -299,6 +309,7 @@ class TagRegistry:
     def clear(self) -> None:
         with self._lock:
             self._graphs.clear()
+            self._device_overrides.clear()
 
 
 # The process-wide registry that kernel_table() reads. It holds compile results (like Inductor's

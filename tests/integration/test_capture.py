@@ -364,3 +364,36 @@ def test_no_window_says_what_was_seen(tmp_path):
     assert len(msg) == 1, proc.stderr[-2000:]
     assert "saw 2 step(s)" in msg[0] and "2 compiled variant(s) of it: 1 recompile(s)" in msg[0]
     assert "INDUCTOR_PERF_SKIP" in msg[0]
+
+
+def test_device_option_sets_the_peaks_of_the_capture(tmp_path):
+    """options={"inductor_perf.device": ...} travels with the graphs compiled under it: the capture
+    of their calls rates them against that row (expected values: the row given here)."""
+    import torch
+
+    import inductor_perf
+
+    torch._dynamo.reset()
+    row = {"name": "Test CPU row", "peak_tflops": {"float32": 2.5}, "mem_bandwidth_gbs": 123.0}
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 2))
+    f = torch.compile(model, backend="inductor_perf", options={"inductor_perf.device": row})
+    x = torch.randn(4, 8)
+    f(x).sum().backward()
+    with inductor_perf.profile(tmp_path, name="row") as p:
+        f(x).sum().backward()
+        p.step()
+    peak = json.load(open(p.result.summary_json_path))["peak"]
+    assert (peak["device"], peak["peak_tflops"], peak["mem_bandwidth_gbs"]) == ("Test CPU row", 2.5, 123.0)
+
+
+def test_profile_blocks_install_and_remove_symmetrically(tmp_path):
+    from inductor_perf import capture, markers
+
+    outer, inner = capture.profile(tmp_path / "a"), capture.profile(tmp_path / "b")
+    capture.install(outer)
+    capture.install(inner)
+    assert markers.CALL_HOOK.session is inner and capture.capture_requested()
+    capture.uninstall(inner)
+    assert markers.CALL_HOOK.session is outer
+    capture.uninstall(outer)
+    assert markers.CALL_HOOK.session is None and not markers.CALL_HOOK.active()

@@ -9,6 +9,7 @@ import torch
 from conftest import make, run_compiled
 
 import inductor_perf.backend as backend
+import inductor_perf.tag_store as tag_store
 
 
 def test_injected_failure_falls_back(monkeypatch, caplog, mlp_inductor) -> None:
@@ -54,7 +55,7 @@ def test_tag_store_failure_keeps_the_tags(monkeypatch, caplog) -> None:
     def full_disk(graph):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(backend, "_store_tags", full_disk)
+    monkeypatch.setattr(tag_store, "store", full_disk)
     monkeypatch.setattr(backend, "_warned", False)
     caplog.set_level(logging.WARNING, logger="inductor_perf")
     torch._dynamo.reset()
