@@ -22,16 +22,18 @@ line on stderr says where. Nothing here may break the user's run: every failure 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import datetime
 import json
 import logging
 import os
+import re
 import socket
 import sys
 import tempfile
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 
@@ -181,6 +183,40 @@ def _headline_dtype(costs: Any, on_gpu: bool) -> str:
     return name
 
 
+# Kineto's status lines ("USDT:... profiler_start", "STAGE:... Completed Stage: Warm Up"), which it
+# writes to stderr at every profiler start and stop whatever KINETO_LOG_LEVEL says.
+_KINETO_STATUS = re.compile(rb"^(?:USDT|STAGE):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\] ")
+
+
+@contextlib.contextmanager
+def _without_kineto_status() -> Iterator[None]:
+    """Run the block with fd 2 going to a temporary file, then write what it caught back to stderr
+    less Kineto's status lines: the user asked for a trace, not for the profiler's chatter. Nothing
+    else is lost (other output of the block comes out after it). Passes through untouched when fd 2
+    cannot be redirected."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        catch = tempfile.TemporaryFile()
+        os.dup2(catch.fileno(), 2)
+    except (OSError, ValueError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        catch.seek(0)
+        kept = [line for line in catch.read().splitlines(keepends=True) if not _KINETO_STATUS.match(line)]
+        catch.close()
+        if kept:
+            with contextlib.suppress(OSError):
+                os.write(2, b"".join(kept))
+
+
 class _Window:
     """A torch.profiler run whose trace ends up processed in ``out_dir``."""
 
@@ -218,7 +254,8 @@ class _Window:
             # record_shapes lets offline tools recompute extern FLOPs; with_stack is off: it slows
             # profiled steps a lot and our tags already carry the user's source lines.
             self.prof = profile(activities=activities, record_shapes=True)
-            self.prof.__enter__()
+            with _without_kineto_status():
+                self.prof.__enter__()
         except Exception as e:
             self.prof = None
             return self._fail("could not start the profiler (%s)", e)
@@ -234,7 +271,8 @@ class _Window:
             return None
         base = None
         try:
-            prof.__exit__(None, None, None)
+            with _without_kineto_status():
+                prof.__exit__(None, None, None)
             base = _reserve_base(self.out_dir, self.name)
             fd, raw = tempfile.mkstemp(dir=self.out_dir, prefix=".raw-", suffix=".json")
             os.close(fd)
