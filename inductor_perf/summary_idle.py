@@ -1,0 +1,218 @@
+"""When the device sat idle, and what the host was doing meanwhile: the time analysis of
+:func:`inductor_perf.summary.summarize`.
+
+The kernels' intervals are merged into busy spans; the spans between them (and before the first and
+after the last kernel) are the gaps. Each gap is attributed to the host events of the thread that
+launched the kernel next to it, down to the deepest event covering each instant, which gives the
+gap table and the idle time rolled up by host activity. Pure and torch-free.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import events as evs
+from .summary_kernels import DEF_GPU, DEF_NONE, TraceKernels, _Ev, _hashable
+from .summary_rows import GapRow, IdleRow, _dominant, _pct, _r
+
+
+# --- Interval helpers ------------------------------------------------------------------------------
+def _merge(kernels: list[_Ev]) -> list[tuple[float, float, _Ev, _Ev]]:
+    """Union of kernel intervals: (start, end, first kernel, kernel that ends last)."""
+    out: list[tuple[float, float, _Ev, _Ev]] = []
+    for k in sorted(kernels, key=lambda e: (e.ts, -e.end)):
+        if out and k.ts <= out[-1][1]:
+            s, e, first, last = out[-1]
+            if k.end > e:
+                out[-1] = (s, k.end, first, k)
+        else:
+            out.append((k.ts, k.end, k, k))
+    return out
+
+
+def _overlapping(children: list[_Ev], starts: list[float], a: float, b: float) -> list[_Ev]:
+    """Children (sorted by start, non-nested siblings) that overlap [a, b)."""
+    hi = bisect.bisect_left(starts, b)
+    lo = hi
+    # Walk back while an earlier sibling may still reach past ``a``; siblings rarely overlap.
+    while lo > 0 and children[lo - 1].end > a:
+        lo -= 1
+    return [c for c in children[lo:hi] if c.end > a]
+
+
+class _Attributor:
+    """Splits a time span on one thread among the deepest host events covering each instant."""
+
+    def __init__(self, roots: list[_Ev]) -> None:
+        self.roots = roots
+        self._starts: dict[int, list[float]] = {}
+
+    def _starts_of(self, owner: _Ev | None, children: list[_Ev]) -> list[float]:
+        key = id(owner)
+        if key not in self._starts:
+            self._starts[key] = [c.ts for c in children]
+        return self._starts[key]
+
+    def attribute(self, a: float, b: float) -> tuple[dict[_Ev | None, float], dict[_Ev, float]]:
+        """(innermost event -> time, top-level event -> overlap) within [a, b)."""
+        inner: dict[_Ev | None, float] = defaultdict(float)
+        outer: dict[_Ev, float] = {}
+        todo: list[tuple[_Ev | None, list[_Ev], float, float]] = [(None, self.roots, a, b)]
+        while todo:
+            owner, children, lo, hi = todo.pop()
+            covered = 0.0
+            cursor = lo
+            for c in _overlapping(children, self._starts_of(owner, children), lo, hi):
+                s, e = max(cursor, c.ts), min(hi, c.end)
+                if e <= s:
+                    continue
+                if owner is None:
+                    outer[c] = outer.get(c, 0.0) + (e - s)
+                if c.is_kernel:
+                    # A kernel overlapping a gap belongs to another timeline's union; count as itself.
+                    inner[c] += e - s
+                else:
+                    todo.append((c, c.children, s, e))
+                covered += e - s
+                cursor = e
+            rest = (hi - lo) - covered
+            if rest > 1e-9:
+                inner[owner] += rest
+        return inner, outer
+
+
+def _python_frame(ev: _Ev | None) -> str | None:
+    while ev is not None:
+        if ev.cat == "python_function":
+            return ev.name
+        ev = ev.parent
+    return None
+
+
+# --- Busy window -----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BusyWindow:
+    """The trace's time window (first start to last end of any event) and its kernels' union."""
+
+    start: float
+    end: float
+    merged: list[tuple[float, float, _Ev, _Ev]]
+    """Busy spans, as :func:`_merge` returns them."""
+    busy: float
+
+    @property
+    def wall(self) -> float:
+        return self.end - self.start
+
+    @property
+    def idle(self) -> float:
+        return max(0.0, self.wall - self.busy)
+
+
+def busy_window(events: list[_Ev], kernels: list[_Ev]) -> BusyWindow:
+    """The window of ``events`` and the time at least one of ``kernels`` runs in it."""
+    if events:
+        w0 = min(e.ts for e in events)
+        w1 = max(e.end for e in events)
+    else:
+        w0 = w1 = 0.0
+    merged = _merge(kernels)
+    return BusyWindow(w0, w1, merged, sum(e - s for s, e, _, _ in merged))
+
+
+def launching_threads(tk: TraceKernels) -> tuple[dict[int, tuple[Any, Any] | None], bool]:
+    """The (pid, tid) that launched each kernel, by ``id`` of the kernel: its own thread on CPU, the
+    runtime call's thread (joined by correlation id) on GPU. Also whether the trace replays CUDA graphs,
+    whose per-kernel launches are hidden."""
+    launcher: dict[int, tuple[Any, Any] | None] = {}
+    graph_launches = False
+    if tk.definition == DEF_GPU:
+        by_corr: dict[Any, tuple[Any, Any]] = {}
+        for e in tk.host_events:
+            corr = e.args.get("correlation")
+            if corr is not None and e.cat in ("cuda_runtime", "cuda_driver", "hip_runtime"):
+                by_corr[_hashable(corr)] = (e.pid, e.tid)
+            if e.cat in ("cuda_runtime", "cuda_driver") and "GraphLaunch" in e.name:
+                graph_launches = True
+        for k in tk.kernels:
+            launcher[id(k)] = by_corr.get(_hashable(k.args.get("correlation")))
+    else:
+        for k in tk.kernels:
+            launcher[id(k)] = (k.pid, k.tid)
+    return launcher, graph_launches
+
+
+# --- Gaps and idle time by host activity --------------------------------------------------------------
+_Gap = tuple[float, float, str, _Ev | None, _Ev | None]
+"""(start, end, position, kernel before, kernel after)."""
+
+
+def _gap_spans(window: BusyWindow, definition: str) -> list[_Gap]:
+    merged, w0, w1 = window.merged, window.start, window.end
+    gaps_raw: list[_Gap] = []
+    if merged:
+        if merged[0][0] > w0:
+            gaps_raw.append((w0, merged[0][0], "leading", None, merged[0][2]))
+        for (_, e1, _, last), (s2, _, first, _) in zip(merged, merged[1:]):
+            gaps_raw.append((e1, s2, "between", last, first))
+        if w1 > merged[-1][1]:
+            gaps_raw.append((merged[-1][1], w1, "trailing", merged[-1][3], None))
+    elif window.wall > 0 and definition != DEF_NONE:
+        gaps_raw.append((w0, w1, "leading", None, None))
+    return gaps_raw
+
+
+@dataclass
+class _HostIdle:
+    """Running idle time of one host activity, and the Python frames around it."""
+
+    time: float = 0.0
+    gaps: int = 0
+    frames: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def add(self, t: float, frame: str | None) -> None:
+        self.time += t
+        self.gaps += 1
+        if frame:
+            self.frames[frame] += t
+
+
+def idle_tables(tk: TraceKernels, window: BusyWindow,
+                launcher: dict[int, tuple[Any, Any] | None]) -> tuple[list[GapRow], list[IdleRow]]:
+    """Every gap (longest first) and the idle time by innermost host activity (most first)."""
+    attributors: dict[tuple[Any, Any], _Attributor] = {}
+    gap_rows: list[GapRow] = []
+    idle_host: dict[str, _HostIdle] = {}
+    for s, e, position, prev_k, next_k in _gap_spans(window, tk.definition):
+        ref = next_k if next_k is not None else prev_k
+        thread = launcher.get(id(ref)) if ref is not None else None
+        inner_name = outer_name = frame = None
+        if thread is not None and thread in tk.roots:
+            att = attributors.setdefault(thread, _Attributor(tk.roots[thread]))
+            inner, outer = att.attribute(s, e)
+            dom = _dominant(inner)
+            inner_name = dom.name if dom is not None else "(no host event)"
+            dom_outer = _dominant(outer)
+            outer_name = dom_outer.name if dom_outer is not None else None
+            frame = _python_frame(dom)
+            for ev, t in inner.items():
+                host = ev.name if ev is not None else "(no host event)"
+                idle_host.setdefault(host, _HostIdle()).add(t, _python_frame(ev))
+        else:
+            idle_host.setdefault("(launching thread unknown)", _HostIdle()).add(e - s, None)
+        next_src = next_k.args.get(evs.SOURCE) if next_k is not None else None
+        gap_rows.append(GapRow(
+            start_us=_r(s - window.start), dur_us=_r(e - s), position=position,
+            prev_kernel=prev_k.name if prev_k is not None else None,
+            next_kernel=next_k.name if next_k is not None else None,
+            host_innermost=inner_name, host_outermost=outer_name,
+            source=frame or (next_src if isinstance(next_src, str) and next_src else None)))
+    gap_rows.sort(key=lambda g: (-g.dur_us, g.start_us))
+    idle_rows = [IdleRow(host=h, idle_us=_r(v.time), gaps=v.gaps, share_of_idle_pct=_pct(v.time, window.idle),
+                         source=_dominant(v.frames))
+                 for h, v in idle_host.items()]
+    idle_rows.sort(key=lambda r: (-r.idle_us, r.host))
+    return gap_rows, idle_rows

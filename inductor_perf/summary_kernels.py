@@ -1,0 +1,279 @@
+"""Which events of a trace are kernels, and of what kind: the first stages of
+:func:`inductor_perf.summary.summarize`.
+
+Complete events are parsed into :class:`_Ev` nodes, each thread's host events are nested by time
+(the forest that idle attribution walks), and the kernels are chosen: device events when the trace
+has any, else the CPU kernels of compiled graphs, else the outermost eager aten ops. Pure and
+torch-free.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any, Iterable, Mapping
+
+from . import events as evs
+
+# --- Which events are kernels ---------------------------------------------------------------------
+# The profiler's own whole-window span; counting it would stretch the window to profiler start-up.
+_IGNORED_CATS = frozenset({"trace"})
+
+GRAPH_CALL_PREFIX = "## Call CompiledFxGraph"
+
+DEF_GPU = "gpu-kernels"
+DEF_CPU_COMPILED = "cpu-compiled-kernels"
+DEF_CPU_EAGER = "cpu-eager-aten"
+DEF_NONE = "none"
+KERNEL_DEFINITIONS = {
+    DEF_GPU: "GPU device events (cat kernel / gpu_memcpy / gpu_memset)",
+    DEF_CPU_COMPILED: ("CPU kernels launched by compiled graphs: events with kernel_flop, graph_<N>_* "
+                       "events, and outermost aten ops inside '## Call CompiledFxGraph' calls"),
+    DEF_CPU_EAGER: "outermost aten:: ops on each CPU thread (no compiled-graph kernels in this trace)",
+    DEF_NONE: "no kernel events found",
+}
+
+# --- Time split ---------------------------------------------------------------------------------------
+KIND_GENERATED = "generated"
+KIND_EXTERN_MATMUL = "extern_matmul"
+KIND_OTHER = "other"
+KINDS = (KIND_GENERATED, KIND_EXTERN_MATMUL, KIND_OTHER)
+
+_GENERATED_NAME = re.compile(r"^(graph_\d+_|triton_)")
+_GRAPH_KERNEL_NAME = re.compile(r"^graph_\d+_")
+
+# Exact op names (namespace "aten::" stripped) of matmul / conv / attention externs. Exact names,
+# never substrings: "triton_poi_fused_convolution_0" must not count as a convolution.
+_MATMUL_OPS = frozenset({
+    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_int_mm", "_scaled_mm",
+    "conv1d", "conv2d", "conv3d", "convolution", "_convolution", "conv_transpose1d", "conv_transpose2d",
+    "conv_transpose3d", "convolution_backward", "cudnn_convolution", "cudnn_convolution_transpose",
+    "mkldnn_convolution", "mkldnn::_convolution_pointwise", "mkldnn::_convolution_transpose_pointwise",
+    "mkldnn::_linear_pointwise", "mkl::_mkl_linear",
+    "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
+    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
+    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
+    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
+    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
+    "_flash_attention_forward", "_flash_attention_backward",
+    "_efficient_attention_forward", "_efficient_attention_backward",
+})
+# cpp_wrapper calls externs through C shims such as ``aoti_torch_cpu_addmm_out``.
+_SHIM_NAME = re.compile(r"^aoti_torch_(?:cpu|cuda|xpu|mps)_(.+?)(?:_out)?$")
+
+
+def kernel_kind(name: str, args: Mapping[str, Any] | None = None) -> str:
+    """Bucket of one kernel: ``generated``, ``extern_matmul`` or ``other``.
+
+    The ``kernel_kind`` arg (written by augmentation) wins; otherwise the name decides, by prefix for
+    generated kernels and by exact op name for externs.
+
+    >>> kernel_kind("graph_0_cpp_fused_convolution_0"), kernel_kind("aten::convolution")
+    ('generated', 'extern_matmul')
+    """
+    args = args or {}
+    kind = args.get(evs.KERNEL_KIND)
+    if kind == "generated":
+        return KIND_GENERATED
+    if kind == "extern":
+        matmul_flop = _num(args.get(evs.KERNEL_MATMUL_FLOP))
+        if _is_matmul_name(name) or (matmul_flop is not None and matmul_flop > 0):
+            return KIND_EXTERN_MATMUL
+        return KIND_OTHER
+    if _GENERATED_NAME.match(name):
+        return KIND_GENERATED
+    return KIND_EXTERN_MATMUL if _is_matmul_name(name) else KIND_OTHER
+
+
+def _is_matmul_name(name: str) -> bool:
+    op = name[len("aten::"):] if name.startswith("aten::") else name
+    shim = _SHIM_NAME.match(op)
+    if shim:
+        op = shim.group(1)
+    return op in _MATMUL_OPS
+
+
+# --- Parsing --------------------------------------------------------------------------------------
+class _Ev:
+    __slots__ = ("name", "cat", "pid", "tid", "ts", "dur", "end", "args", "parent", "children",
+                 "is_kernel")
+
+    def __init__(self, name: str, cat: str, pid: Any, tid: Any, ts: float, dur: float,
+                 args: dict[str, Any]) -> None:
+        self.name = name
+        self.cat = cat
+        self.pid = pid
+        self.tid = tid
+        self.ts = ts
+        self.dur = dur
+        self.end = ts + dur
+        self.args = args
+        self.parent: _Ev | None = None
+        self.children: list[_Ev] = []
+        self.is_kernel = False
+
+
+def _num(value: Any) -> float | int | None:
+    """A finite number from a trace value, or None (bools, strings that are not numbers, NaN...).
+
+    :func:`inductor_perf.events.number` plus two things it does not do: ints stay ints, so FLOP sums
+    stay exact and print as integers, and numeric strings count, as a trace may carry them.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            return None
+    return evs.number(value)
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, type(None))) else repr(value)
+
+
+def _parse(events: Iterable[Any], skipped: dict[str, int]) -> list[_Ev]:
+    out: list[_Ev] = []
+    for raw in events:
+        if not isinstance(raw, dict):
+            skipped["not an object"] += 1
+            continue
+        if raw.get("ph") != "X":
+            continue  # metadata, flows, counters, instants: not durations, not errors
+        cat = raw.get("cat")
+        cat = cat if isinstance(cat, str) else ""
+        if cat.lower() in _IGNORED_CATS:
+            continue
+        if "ts" not in raw or "dur" not in raw:
+            skipped["missing ts/dur"] += 1
+            continue
+        ts, dur = _num(raw.get("ts")), _num(raw.get("dur"))
+        if ts is None or dur is None:
+            skipped["non-numeric ts/dur"] += 1
+            continue
+        if dur < 0:
+            skipped["negative dur"] += 1
+            continue
+        if dur == 0:
+            # An instant carries no time; keeping it would only add zero-width kernels.
+            skipped["zero dur"] += 1
+            continue
+        args = raw.get("args")
+        name = raw.get("name")
+        out.append(_Ev(name if isinstance(name, str) else str(name), cat, _hashable(raw.get("pid")),
+                       _hashable(raw.get("tid")), float(ts), float(dur),
+                       args if isinstance(args, dict) else {}))
+    return out
+
+
+def _build_forest(events: list[_Ev]) -> dict[tuple[Any, Any], list[_Ev]]:
+    """Nest each thread's events by time; returns the roots per (pid, tid).
+
+    Children of one node never overlap in the attribution below; an event that only partly overlaps
+    an open one (a malformed trace) is attached to the nearest ancestor that contains it.
+    """
+    by_thread: dict[tuple[Any, Any], list[_Ev]] = defaultdict(list)
+    for e in events:
+        by_thread[(e.pid, e.tid)].append(e)
+    roots: dict[tuple[Any, Any], list[_Ev]] = {}
+    for key, evs in by_thread.items():
+        evs.sort(key=lambda e: (e.ts, -e.dur))
+        stack: list[_Ev] = []
+        top: list[_Ev] = []
+        for e in evs:
+            while stack and not (e.ts < stack[-1].end and e.end <= stack[-1].end + 1e-6):
+                stack.pop()
+            if stack:
+                e.parent = stack[-1]
+                stack[-1].children.append(e)
+            else:
+                top.append(e)
+            stack.append(e)
+        roots[key] = top
+    return roots
+
+
+def _walk(nodes: list[_Ev]) -> Iterable[_Ev]:
+    todo = list(reversed(nodes))
+    while todo:
+        n = todo.pop()
+        yield n
+        todo.extend(reversed(n.children))
+
+
+def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_Ev], str]:
+    compiled: list[_Ev] = []
+    # (node, inside a compiled-graph call, below an aten op); iterative: real traces nest deeply.
+    todo: list[tuple[_Ev, bool, bool]] = [(r, False, False) for top in roots.values() for r in top]
+    while todo:
+        node, in_call, under_op = todo.pop()
+        is_op = node.name.startswith("aten::") or node.name.startswith("aoti_torch_")
+        if (evs.KERNEL_FLOP in node.args or evs.KERNEL_KIND in node.args
+                or _GRAPH_KERNEL_NAME.match(node.name) or (in_call and is_op and not under_op)):
+            compiled.append(node)
+            continue  # only the outermost kernel counts; its children are its own work
+        in_call = in_call or node.name.startswith(GRAPH_CALL_PREFIX)
+        todo.extend((c, in_call, under_op or is_op) for c in node.children)
+    if compiled:
+        return compiled, DEF_CPU_COMPILED
+    eager: list[_Ev] = []
+    for top in roots.values():
+        for n in _walk(top):
+            if n.name.startswith("aten::"):
+                p = n.parent
+                while p is not None and not p.name.startswith("aten::"):
+                    p = p.parent
+                if p is None:
+                    eager.append(n)
+    return eager, (DEF_CPU_EAGER if eager else DEF_NONE)
+
+
+def headline_dtype(kernels: Iterable[Mapping[str, Any]]) -> str:
+    """The dtype whose roof a trace's overall "% of peak" uses: of the ``kernel_dtype`` args the
+    augmentation wrote, the one carrying the most matmul FLOPs, then the most FLOPs; float32 when
+    no event says (a raw trace).
+
+    >>> headline_dtype([{"kernel_dtype": "bfloat16", "kernel_matmul_flop": 8, "kernel_flop": 8},
+    ...                 {"kernel_dtype": "float32", "kernel_matmul_flop": 0, "kernel_flop": 99}])
+    'bfloat16'
+    """
+    totals: dict[str, list[float]] = {}
+    for args in kernels:
+        name = args.get(evs.KERNEL_DTYPE)
+        if not isinstance(name, str):
+            continue
+        acc = totals.setdefault(name, [0.0, 0.0])
+        acc[0] += _num(args.get(evs.KERNEL_MATMUL_FLOP)) or 0
+        acc[1] += _num(args.get(evs.KERNEL_FLOP)) or 0
+    return max(totals, key=lambda k: tuple(totals[k])) if totals else "float32"
+
+
+@dataclass(frozen=True)
+class TraceKernels:
+    """The parsed events of one trace, its host threads nested by time, and the kernels among them."""
+
+    events: list[_Ev]
+    host_events: list[_Ev]
+    """Every event not on a device timeline (device copies of annotations, ``gpu_*``, included)."""
+    roots: dict[tuple[Any, Any], list[_Ev]]
+    """Top-level host events per (pid, tid); see :func:`_build_forest`."""
+    kernels: list[_Ev]
+    definition: str
+    """Which rule chose ``kernels``: a key of :data:`KERNEL_DEFINITIONS`."""
+
+
+def select_kernels(events: list[_Ev]) -> TraceKernels:
+    """Nest the host events per thread and choose the kernels (marking them ``is_kernel``):
+    device events when there are any, else the CPU kernels of compiled graphs, else eager aten ops."""
+    device_events = [e for e in events if e.cat.lower() in evs.DEVICE_CATS]
+    host_events = [e for e in events if not evs.is_device_side(e.cat)]
+    roots = _build_forest(host_events)
+    if device_events:
+        kernels, definition = device_events, DEF_GPU
+    else:
+        kernels, definition = _select_cpu_kernels(roots)
+    for k in kernels:
+        k.is_kernel = True
+    return TraceKernels(events, host_events, roots, kernels, definition)

@@ -1,0 +1,162 @@
+"""The result data model of :func:`inductor_perf.summary.summarize`: one row type per table, the
+:class:`Summary` that holds them, and the rounding every row value goes through.
+
+Rows are plain dataclasses so that :mod:`inductor_perf.report` can render either the objects or
+their ``to_dict()`` (strict JSON: non-finite floats become None).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping
+
+from . import events as evs
+
+
+@dataclass
+class KernelRow:
+    """One kernel name, aggregated over its calls."""
+
+    name: str
+    kind: str
+    count: int
+    total_us: float
+    mean_us: float
+    share_of_busy_pct: float | None
+    flop: float | None
+    """Sum of ``kernel_flop`` over the calls that carry it; None when none do."""
+    gb: float | None
+    achieved_tflops: float | None
+    achieved_gbps: float | None
+    flops_pct: float | None
+    """% of the compute peak: time-weighted ``achieved_flops_pct`` args, else computed from ``device``."""
+    bandwidth_pct: float | None
+    bound: str | None
+    source: str | None
+    module_path: str | None
+
+
+@dataclass
+class GroupRow:
+    """A roll-up of kernels sharing a module path or a source line."""
+
+    key: str
+    count: int
+    total_us: float
+    share_of_busy_pct: float | None
+    flop: float | None
+    gb: float | None
+    achieved_tflops: float | None
+
+
+@dataclass
+class GapRow:
+    """One idle span of the device (no kernel running on any kernel timeline)."""
+
+    start_us: float
+    """Offset from the window start."""
+    dur_us: float
+    position: str
+    """``leading`` (before the first kernel), ``between`` or ``trailing``."""
+    prev_kernel: str | None
+    next_kernel: str | None
+    host_innermost: str | None
+    """The deepest host event on the launching thread that covers most of the gap."""
+    host_outermost: str | None
+    """The top-level host event on the launching thread that overlaps most of the gap."""
+    source: str | None
+    """A Python frame around the host activity when the trace has one, else the next kernel's source."""
+
+
+@dataclass
+class IdleRow:
+    """Idle time rolled up by what the host was doing (innermost host event name)."""
+
+    host: str
+    idle_us: float
+    gaps: int
+    share_of_idle_pct: float | None
+    source: str | None
+
+
+@dataclass
+class PeakInfo:
+    device: str | None
+    dtype: str | None
+    peak_tflops: float | None
+    mem_bandwidth_gbs: float | None
+    peak_source: str | None
+
+
+@dataclass
+class Summary:
+    """Utilization summary of one trace (one rank). ``to_dict()`` is strict-JSON safe."""
+
+    label: str | None
+    kernel_definition: str
+    kernel_definition_text: str
+    window_start_us: float | None
+    wall_us: float
+    busy_us: float
+    busy_pct: float | None
+    idle_us: float
+    kernel_count: int
+    kernel_time_us: float
+    """Sum of kernel durations (larger than ``busy_us`` when kernels overlap)."""
+    timelines: int
+    time_split_us: dict[str, float]
+    time_split_pct: dict[str, float | None]
+    flop: float | None
+    gb: float | None
+    flop_coverage_pct: float | None
+    """Share of kernel time spent in kernels that carry ``kernel_flop``."""
+    achieved_tflops: float | None
+    achieved_gbps: float | None
+    peak: PeakInfo
+    flops_pct_of_peak: float | None
+    bandwidth_pct_of_peak: float | None
+    top_kernels: list[KernelRow]
+    distinct_kernels: int
+    modules: list[GroupRow]
+    distinct_modules: int
+    lines: list[GroupRow]
+    distinct_lines: int
+    gaps: list[GapRow]
+    gap_count: int
+    idle_by_host: list[IdleRow]
+    distributed: dict[str, Any] | None
+    events_total: int
+    events_used: int
+    skipped: dict[str, int]
+    bad_args: int
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready dict; non-finite floats become None."""
+        # Every dict in a Summary is keyed by str, so strict_json's keys are already JSON keys.
+        return evs.strict_json(asdict(self))
+
+
+# --- Row values -------------------------------------------------------------------------------------
+def _pct(part: float | None, whole: float | None) -> float | None:
+    if part is None or not whole:
+        return None
+    return round(100.0 * part / whole, 3)
+
+
+def _r(x: float | None, nd: int = 3) -> float | None:
+    return None if x is None else round(x, nd)
+
+
+def _g(x: float | None) -> float | None:
+    """Six significant digits: rates and sizes span many orders of magnitude (CPU MFLOP/s to GPU PFLOP/s)."""
+    return None if x is None or not math.isfinite(x) else float(f"{x:.6g}")
+
+
+def _dominant(weights: Mapping[Any, float]) -> Any:
+    best, best_w = None, -1.0
+    for k, w in weights.items():
+        if w > best_w:
+            best, best_w = k, w
+    return best
