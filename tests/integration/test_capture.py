@@ -397,3 +397,22 @@ def test_profile_blocks_install_and_remove_symmetrically(tmp_path):
     assert markers.CALL_HOOK.session is outer
     capture.uninstall(outer)
     assert markers.CALL_HOOK.session is None and not markers.CALL_HOOK.active()
+
+
+def test_kineto_status_lines_are_kept_off_stderr(capfd):
+    """Kineto prints "USDT:... profiler_start/stop" to fd 2 at every start and stop; the capture's
+    window hides those lines and keeps anything else written meanwhile."""
+    import torch
+
+    from inductor_perf.capture import _without_kineto_status
+
+    with _without_kineto_status():
+        p = torch.profiler.profile()
+        p.__enter__()
+        os.write(2, b"a line of the user's\n")
+    torch.ones(4).sum()
+    with _without_kineto_status():
+        p.__exit__(None, None, None)
+    err = capfd.readouterr().err
+    assert "profiler_start" not in err and "profiler_stop" not in err and "Completed Stage" not in err
+    assert "a line of the user's" in err
