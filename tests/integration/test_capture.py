@@ -416,3 +416,42 @@ def test_kineto_status_lines_are_kept_off_stderr(capfd):
     err = capfd.readouterr().err
     assert "profiler_start" not in err and "profiler_stop" not in err and "Completed Stage" not in err
     assert "a line of the user's" in err
+
+
+VARIANT_SCRIPT = textwrap.dedent('''
+    import json, torch, torch.nn as nn
+    from torch.utils.flop_counter import FlopCounterMode
+    torch.manual_seed(0)
+    class TwoVariants(nn.Module):
+        """The first call takes a branch with an extra 64x64 layer and sets the attribute the guards
+        of the next call read: variant 2 (what the recorded steps run) has fewer FLOPs."""
+        def __init__(s):
+            super().__init__(); s.fc = nn.Linear(64, 64); s.extra = nn.Linear(64, 64); s.seen = False
+        def forward(s, x):
+            if not s.seen:
+                s.seen = True
+                x = s.extra(x)
+            return s.fc(x)
+    m = TwoVariants(); x = torch.randn(32, 64)
+    counts = []
+    for seen in (False, True):
+        m.seen = seen
+        with FlopCounterMode(display=False) as fc:
+            m(x).sum().backward()
+        counts.append(int(fc.get_total_flops()))
+    m.seen = False; m.zero_grad()
+    f = torch.compile(m, backend="inductor_perf")
+    for step in range(6):
+        f(x).sum().backward()
+    print("RESULT " + json.dumps({"first": counts[0], "later": counts[1]}))
+''')
+
+
+def test_a_recorded_step_counts_the_flops_of_the_variant_that_ran(tmp_path):
+    proc, result = _run(VARIANT_SCRIPT, {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "2",
+                                         "INDUCTOR_PERF_STEPS": "2"}, str(tmp_path))
+    assert result["first"] > result["later"] > 0  # the variants differ (FlopCounterMode, eager)
+    (trace,) = glob.glob(str(tmp_path / "*.trace.json.gz"))
+    kernels = _kernel_events(_strict_load_gz(trace))
+    matmul = sum(e["args"].get("kernel_matmul_flop", 0) for e in kernels)
+    assert matmul == 2 * result["later"]  # two recorded steps of the second variant
