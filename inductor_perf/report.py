@@ -1,9 +1,10 @@
-"""The only formatter: summaries and generic tables as text, markdown or JSON.
+"""The only formatter: summaries, comparisons (eager vs compiled, trace vs trace) and generic tables
+as text, markdown or JSON.
 
 Text is meant for a 100-column terminal: headline numbers first, then tables whose widest text
 columns are shortened (middle ellipsis, so a kernel's trailing index stays visible). JSON is strict
-(``allow_nan=False``). Later features (compiled-vs-eager comparison) reuse :func:`render_table` and
-the unit helpers.
+(``allow_nan=False``). Renderers take the data objects (or their ``to_dict()``) and never import the
+stages that make them, so every stage can call its renderer without an import cycle.
 
 Example::
 
@@ -18,6 +19,8 @@ from __future__ import annotations
 import json
 import math
 from typing import Any, Sequence
+
+from .events import strict_json
 
 FORMATS = ("text", "markdown", "json")
 TEXT_WIDTH = 100
@@ -137,16 +140,6 @@ def _shorten(s: str, width: int) -> str:
     return s[:head] + "…" + s[len(s) - (keep - head):]
 
 
-def _json_safe(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    return value
-
-
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, *,
                  align: Sequence[str] | None = None, width: int = TEXT_WIDTH) -> str:
     """Render rows as ``text`` (aligned columns fitted to ``width``), ``markdown`` or ``json``.
@@ -167,7 +160,7 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str
         if len(r) != ncol:
             raise ValueError(f"table row has {len(r)} cells; expected {ncol} (one per header)")
     if fmt == "json":
-        return json.dumps([dict(zip(headers, (_json_safe(v) for v in r))) for r in rows],
+        return json.dumps([dict(zip(headers, (strict_json(v) for v in r))) for r in rows],
                           indent=2, allow_nan=False)
     if align is None:
         align = ["r" if rows and all(v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
@@ -319,3 +312,103 @@ def _wrap(prefix: str, text: str) -> str:
 
     return textwrap.fill(text, width=TEXT_WIDTH, initial_indent=prefix,
                          subsequent_indent=" " * len(prefix), break_on_hyphens=False)
+
+
+# --- Comparison (eager vs compiled, trace vs trace) -----------------------------------------------
+UNATTRIBUTED = "(unattributed)"
+"""The row of step time that no op or kernel covers (Python between ops, hooks, the profiler)."""
+_ROOT_MODULE = "(root module)"
+
+
+def format_comparison(c: Any, fmt: str = "text") -> str:
+    """Render a :class:`inductor_perf.comparison.Comparison` as text, markdown or (strict) JSON.
+
+    Text and markdown: headline step times, one table per phase, the totals (rows + unattributed =
+    measured step time), the fusion map and the notes.
+    """
+    _check_fmt(fmt)
+    if fmt == "json":
+        return json.dumps(c.to_dict(), indent=2, allow_nan=False)
+    a, b = c.a, c.b
+    short = ("eager", "compiled") if (a.label, b.label) == ("eager", "compiled") else ("A", "B")
+    out = _comparison_head(c, short, fmt == "markdown")
+    phases, fusion_lines = _comparison_phases(c, short, fmt)
+    out += phases
+    out += _comparison_tail(c, short, fmt, fusion_lines)
+    return "\n".join(out) + "\n"
+
+
+def _speedup(v: float | None) -> str:
+    return f"{v:.2f}x" if v is not None and math.isfinite(v) else "-"
+
+
+def _count(n: float) -> str:
+    if n == 0:
+        return "0"
+    return f"{n:.0f}" if abs(n - round(n)) < 1e-9 else f"{n:.1f}"
+
+
+def _comparison_head(c: Any, short: tuple[str, str], md: bool) -> list[str]:
+    """Title, side labels, profiled and unprofiled step times, what the rows are."""
+    a, b = c.a, c.b
+    out: list[str] = []
+    title = f"inductor_perf compare: {a.label} vs {b.label}, by {c.by}"
+    out += [f"## {title}", ""] if md else [title, "=" * min(TEXT_WIDTH, len(title))]
+    if short == ("A", "B"):
+        out.append(f"A = {a.label}{'  ' if md else ''}")
+        out.append(f"B = {b.label}{'  ' if md else ''}")
+    out.append(f"Step time (profiled, mean of {a.steps} / {b.steps} steps): {short[0]} {fmt_time_us(a.step_us)}, "
+               f"{short[1]} {fmt_time_us(b.step_us)}, speedup {_speedup(c.speedup)}{'  ' if md else ''}")
+    if c.unprofiled_speedup is not None:
+        out.append(f"Step time (no profiler, median): {short[0]} {fmt_time_us(a.unprofiled_step_us)}, "
+                   f"{short[1]} {fmt_time_us(b.unprofiled_step_us)}, speedup {_speedup(c.unprofiled_speedup)}"
+                   f"{'  ' if md else ''}")
+    out.append(f"Rows: {c.rows_are}. Times per step; Ops/Kernels: calls per step; Peak: compiled "
+               "FLOP/s as % of the compute peak.")
+    return out
+
+
+def _comparison_phases(c: Any, short: tuple[str, str], fmt: str) -> tuple[list[str], list[str]]:
+    """One table per phase (rows and the phase total), and the fusion map lines of its rows."""
+    md = fmt == "markdown"
+    headers = ["Module" if c.by == "module" else c.by.capitalize(), short[0], short[1], "Speedup",
+               "Ops" if not c.a.compiled else "A calls", "Kernels" if c.b.compiled else "B calls", "FLOP", "Peak"]
+    out: list[str] = []
+    fusion_lines: list[str] = []
+    for phase in ("forward", "backward"):
+        rows = [r for r in c.rows if r.phase == phase]
+        if not rows:
+            continue
+        cells = []
+        for r in rows:
+            key = r.key if c.by != "line" else r.key.replace("\\", "/").rsplit("/", 1)[-1]
+            cells.append([key if key else _ROOT_MODULE, fmt_time_us(r.a_us), fmt_time_us(r.b_us),
+                          _speedup(r.speedup), _count(r.a_count), _count(r.b_count), fmt_si(r.flops),
+                          fmt_pct(r.achieved_pct)])
+            if r.fusion:
+                fusion_lines.append(f"[{phase}] {key or _ROOT_MODULE}: " + "; ".join(r.fusion))
+        ta, tb = c.phase_total(phase)
+        cells.append([f"{phase} total", fmt_time_us(ta), fmt_time_us(tb),
+                      _speedup(ta / tb if ta > 0 and tb > 0 else None), "", "", "", ""])
+        out += ["", f"### {phase.capitalize()}", ""] if md else ["", phase.capitalize()]
+        out.append(render_table(headers, cells, fmt, align=list("lrrrrrrr")))
+    return out, fusion_lines
+
+
+def _comparison_tail(c: Any, short: tuple[str, str], fmt: str, fusion_lines: list[str]) -> list[str]:
+    """Totals per step (rows + unattributed = measured step time, on each side), fusion map, notes."""
+    md = fmt == "markdown"
+    a, b = c.a, c.b
+    tot = [["rows (all phases)", fmt_time_us(a.attributed_us), fmt_time_us(b.attributed_us)],
+           [f"{UNATTRIBUTED}: Python, hooks, profiler, gaps", fmt_time_us(a.unattributed_us),
+            fmt_time_us(b.unattributed_us)],
+           ["measured step time", fmt_time_us(a.step_us), fmt_time_us(b.step_us)]]
+    out = ["", "### Totals", ""] if md else ["", "Totals (per step)"]
+    out.append(render_table(["", short[0], short[1]], tot, fmt, align=list("lrr")))
+    if fusion_lines:
+        out += ["", "### Fusion map", ""] if md else ["", "Fusion map (eager ops → compiled kernel, longest first)"]
+        out += [("- " if md else "  ") + line for line in fusion_lines]
+    if c.notes:
+        out += ["", "### Notes", ""] if md else ["", "Notes"]
+        out += ["- " + n for n in c.notes]
+    return out

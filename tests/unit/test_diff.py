@@ -199,3 +199,37 @@ def test_compare_refuses_non_cpu_models_with_a_clear_error():
     model = torch.nn.Linear(2, 2).to("meta")
     with pytest.raises(InductorPerfError, match="supports CPU models"):
         inductor_perf.compare(model, (torch.randn(1, 2, device="meta"),))
+
+
+def test_a_fused_kernel_counts_in_its_tags_module_and_names_the_others() -> None:
+    """compare() reads the kernel's tag from its cost: the row is the tag's module_path (decided in
+    tagging), even where another module has more of the kernel's nodes; the fusion map names the
+    other modules of its non-view nodes."""
+    from inductor_perf.comparison.runner import _kernel_infos
+    from inductor_perf.event_cost import EventCost
+    from inductor_perf.tags import KernelTag, NodeInfo
+
+    def node(name: str, target: str, module: str) -> NodeInfo:
+        return NodeInfo(name=name, target=target, original_aten=None, shapes=((4,),), dtypes=("float32",),
+                        module_path=module, source=f"m.py:{len(name)}")
+
+    nodes = (node("lnb", "aten.native_layer_norm_backward.default", "ln2"),
+             node("s", "aten.sum.dim_IntList", "ln2"),
+             node("gelub", "aten.gelu_backward.default", "mlp.1"),
+             node("v", "aten.view.default", "blk"))
+    tag = KernelTag(graph_id=0, is_backward=True, kernel_name="cpp_fused_1", kind="generated", call_index=1,
+                    nodes=nodes, flops=10, matmul_flops=0, bytes_read=8, bytes_written=8, source="m.py:9",
+                    stack_trace=None, module_path="mlp.1", profiler_name="graph_0_cpp_fused_1")
+    trace = compiled_trace()
+    trace["traceEvents"].append(ev("graph_0_cpp_fused_1", 14, 1, module_path="mlp.1"))
+    i = len(trace["traceEvents"]) - 1
+    infos = _kernel_infos({i: EventCost(flops=10, matmul_flops=0, bytes_read=8, bytes_written=8,
+                                        module_path="mlp.1", tag=tag, cost_source="tag")})
+    assert infos[i]["module"] == "mlp.1"  # most nodes are ln2's, but tagging chose mlp.1
+    assert infos[i]["also_modules"] == ("ln2",)  # the view of blk is no work of blk's
+    units = trace_units(trace, kernel_info=infos.get)
+    (u,) = [u for u in units.units if u.name == "graph_0_cpp_fused_1"]
+    assert u.module == "mlp.1" and u.source == "m.py:9"
+    c = compare_units(trace_units(eager_trace()), units, by="module")
+    assert c.row("mlp.1").fusion == ["aten::gelu_backward, aten::native_layer_norm_backward, aten::sum → "
+                                     "graph_0_cpp_fused_1 (also nodes of ln2)"]

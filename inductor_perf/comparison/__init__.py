@@ -1,0 +1,41 @@
+"""Eager vs compiled (and trace vs trace), matched by what the user wrote: nn.Module path, source line
+or eager op, never by kernel name (except ``by="kernel"``, for two compiled runs of the same code).
+
+Upstream's trace diff joins by kernel name, which cannot work between eager (aten ops) and compiled
+(fused kernels). Here each trace is cut into *units*: the outermost op or kernel events of each thread
+(an ``aten::linear`` counts once, not again for the ``aten::addmm`` inside it; a compiled graph's
+kernels count one by one). Each unit gets
+
+- a phase: forward or backward (compiled kernels: their graph; eager autograd ops: the
+  ``autograd::engine::evaluate_function`` events of the backward pass);
+- a module: the innermost ``## inductor_perf module=<fqn> ##`` range around an eager op
+  (:mod:`inductor_perf.eager`); for an eager backward op, the module of the forward op with the same
+  autograd ``Sequence number``; for a compiled kernel, its ``module_path`` arg (augmented traces);
+- a source line (compiled kernels only: eager traces carry none);
+- the eager ops it stands for: its own name for eager units; for compiled kernels, the
+  ``original_aten`` ops of the FX nodes it computes (``eager_ops`` arg).
+
+Rows group units by key within each phase and join the two traces on (phase, key). Module rows are
+leaf-level: each unit counts in exactly one row (its innermost module), and a parent row holds only
+the work done directly in the parent's own ``forward``. A compiled kernel that fuses nodes of several
+modules counts in the module its tag names (``KernelTag.module_path``, decided once in tagging: the
+module whose nodes do most of the kernel's work); the fusion map names the others.
+
+Time per row is per step (mean over the recorded steps). The totals row is the measured step time
+(from the step ranges); whatever no unit covers (Python between ops, hooks, the profiler itself) is
+the "(unattributed)" row, so the rows add up to the measured step time exactly.
+
+Stages: ``units`` (a trace cut into units), ``rows`` (two traces' units joined into rows; the fusion
+map), ``runner`` (running the model, the entry points). Text, markdown and JSON rendering is in
+:mod:`inductor_perf.report`.
+"""
+
+from ..report import UNATTRIBUTED
+from .rows import Comparison, compare_units
+from .runner import compare, compare_file, diff_files, diff_traces, load_model_file
+from .units import GRAD_ACCUM, OUTSIDE_MODEL, RUNTIME, trace_units
+
+__all__ = [
+    "GRAD_ACCUM", "OUTSIDE_MODEL", "RUNTIME", "UNATTRIBUTED", "Comparison", "compare", "compare_file",
+    "compare_units", "diff_files", "diff_traces", "load_model_file", "trace_units",
+]
