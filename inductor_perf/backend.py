@@ -9,11 +9,13 @@ logged for the process, and the graph is recorded as untagged (see ``inductor_pe
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import functools
 import logging
 import threading
-from typing import Any, Mapping, Sequence
+from collections import OrderedDict
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
@@ -206,7 +208,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                            **kwargs: Any) -> Any:
     from torch._inductor.compile_fx import compile_fx_inner
 
-    from .tagging import TagCollector, collecting
+    from .tagging import TagCollector
 
     graph_id = kwargs.get("graph_id")
     is_backward = bool(kwargs.get("is_backward", False))
@@ -217,11 +219,13 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                       graph_id=graph_id if graph_id is not None else -1,
                       is_backward=is_backward, kernel_profile=kernel_profile,
                       frame_id=frame[0] if frame else None, compile_id=frame[1] if frame else None)
+    names = None
     collector = TagCollector(graph.graph_id, is_backward,
                              inject_failure=env.get_flag(env.INJECT_TAGGING_FAILURE))
     try:
         graph.symbol_locators = _symbol_locators(example_inputs)
-        ctx = collecting(collector)
+        names = _frame_modules(graph)
+        ctx = _collecting(collector, names)
         ctx.__enter__()
     except Exception as e:  # the hook could not be installed: compile untagged
         ctx = None
@@ -255,7 +259,10 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
         if ctx is not None:
             ctx.__exit__(None, None, None)
     try:
-        _finish_tags(graph, collector, compiled, cache_hit=cache_hit)
+        from . import frame_modules
+
+        with frame_modules.naming(names):  # finish() names the nodes' modules
+            _finish_tags(graph, collector, compiled, cache_hit=cache_hit)
     except Exception as e:
         graph.tagged = False
         graph.error = f"{type(e).__name__}: {e}"
@@ -271,6 +278,37 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
         except Exception as e:
             _warn_once("inductor_perf: could not install profiler markers (%s)", e)
     return compiled
+
+
+# Per compile id, the module names its forward graph found on the stack: the backward graph of the
+# same compile may be compiled later (by the autograd engine), with no module call on the stack.
+_FRAME_NAMES: "OrderedDict[str, Any]" = OrderedDict()
+_FRAME_NAMES_KEPT = 64
+
+
+def _frame_modules(graph: GraphTags) -> Any:
+    from . import frame_modules
+
+    names = None if graph.is_backward else frame_modules.from_stack()
+    key = graph.compile_id
+    if key is None:
+        return names
+    if names is not None:
+        _FRAME_NAMES[key] = names
+        while len(_FRAME_NAMES) > _FRAME_NAMES_KEPT:
+            _FRAME_NAMES.popitem(last=False)
+        return names
+    return _FRAME_NAMES.get(key)
+
+
+@contextlib.contextmanager
+def _collecting(collector: Any, names: Any) -> Iterator[None]:
+    """Tag collection for one graph, its module paths named in the model (:mod:`frame_modules`)."""
+    from . import frame_modules
+    from .tagging import collecting
+
+    with collecting(collector), frame_modules.naming(names):
+        yield
 
 
 def _finish_tags(graph: GraphTags, collector: Any, compiled: Any, cache_hit: bool) -> None:

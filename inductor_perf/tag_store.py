@@ -20,7 +20,8 @@ from .trace_format import write_atomic
 # namespaces our FX graph cache entries and the tag files stored beside them, so a changed cost
 # convention never reads tags computed by older code.
 TAG_FORMAT_VERSION = "1"
-_TAG_SOURCES = ("tags.py", "tagging.py", "costs.py", "backend.py", "tag_store.py")
+_TAG_SOURCES = ("tags.py", "tagging.py", "costs.py", "backend.py", "tag_store.py",
+                "frame_modules.py")
 
 
 @functools.lru_cache(maxsize=1)

@@ -24,7 +24,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 
-from . import costs
+from . import costs, frame_modules
 from .tags import EXTERN, GENERATED, KernelTag, NodeInfo
 
 log = logging.getLogger(__name__)
@@ -92,12 +92,16 @@ def normalize_module_path(path: str) -> str:
 
 def node_module_path(node: torch.fx.Node) -> str | None:
     """FQN of the innermost nn.Module a node came from; "" for the root module; None if unknown.
-    Backward nodes carry only ``fwd_nn_module_stack`` (the forward node's stack)."""
+    Backward nodes carry only ``fwd_nn_module_stack`` (the forward node's stack). Paths are the
+    model's own (:mod:`frame_modules`), also in frames that run after a graph break."""
     meta = node.meta
     stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")
     if not stack:
-        return "" if meta.get("stack_trace") else None
-    last = list(stack.values())[-1]
+        return frame_modules.frame_module() if meta.get("stack_trace") else None
+    key, last = list(stack.items())[-1]
+    named = frame_modules.module_of(key)  # its path in the model, also after a graph break
+    if named is not None:
+        return named
     path = last[0] if isinstance(last, tuple) else str(last)
     return normalize_module_path(path)
 
