@@ -954,7 +954,7 @@ def compare(model: Any, example_inputs: Any, *, backward: bool = True, steps: in
 
     from .augment import augment_trace
     from .eager import module_ranges
-    from .join import costs_from_tags
+    from .tag_join import costs_from_tags
     from .tags import REGISTRY
 
     if not isinstance(model, torch.nn.Module):
