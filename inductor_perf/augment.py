@@ -266,9 +266,9 @@ def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
 def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
     """Costs of a plain torch.profiler trace (``record_shapes=True``) from recorded op shapes.
 
-    See :func:`inductor_perf.shape_costs.costs_from_shapes`.
+    See :func:`inductor_perf.op_costs.costs_from_shapes`.
     """
-    from .shape_costs import costs_from_shapes as _impl
+    from .op_costs import costs_from_shapes as _impl
 
     return _impl(trace)
 
@@ -362,7 +362,7 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
             os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst)):
         raise TraceFormatError(f"{dst}: the output must not be the input trace")
     show = _Progress(progress)
-    from .shape_costs import warm_up
+    from .op_costs import warm_up
 
     warm_up()
     if fast is None:
@@ -583,7 +583,7 @@ def _worker_main(raw: bytes, gz: bool, start: int, cut: int, join_type: Callable
                  tx: Any) -> None:
     """In the forked worker: split the events array from ``cut`` (:func:`trace_format.event_cut`)
     to its end, take the number of events before the cut from the parent, index its events under
-    their global numbers in a ``join_type`` (:class:`shape_costs.CostJoin`) and send back the spans
+    their global numbers in a ``join_type`` (:class:`op_costs.CostJoin`) and send back the spans
     and the join state (None: the layout is not the expected one); then parse its kernels while the
     parent finishes the join and, if asked, render the later part of the output with the peaks the
     parent sends and write it into the output file where the parent's part ends (for ``.gz`` output:
@@ -698,7 +698,7 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: _Pro
     """:func:`_augment_file_fast` on the text of ``src`` (bytes, or a read-only map of the file)."""
     import orjson
 
-    from .shape_costs import CostJoin
+    from .op_costs import CostJoin
 
     # The text "traceEvents" must occur once: this process looks for a second one up to the cut,
     # the worker after it.

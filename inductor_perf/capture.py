@@ -124,7 +124,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     """Join, augment, summarize and write one raw Kineto trace. Raises on I/O errors."""
     from .augment import augment_trace
     from .devices import resolve_device
-    from .join import costs_from_tags
+    from .tag_join import costs_from_tags
     from .report import format_summary
     from .summary import summarize
     from .trace_format import load_trace, save_trace, write_atomic

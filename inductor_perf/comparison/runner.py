@@ -258,7 +258,7 @@ def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, di
     """The compiled trace augmented from its tags (costs, module path, eager ops on each kernel
     event) and, per kernel event index, what the tags say about it (for :func:`trace_units`)."""
     from ..augment import augment_trace
-    from ..join import costs_from_tags
+    from ..tag_join import costs_from_tags
     from ..tags import REGISTRY
 
     costs, jstats = costs_from_tags(raw, REGISTRY.get)

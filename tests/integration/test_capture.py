@@ -99,7 +99,7 @@ def _strict_load_gz(path: str) -> dict:
 
 def _kernel_events(trace: dict) -> list[dict]:
     """Kernel events the compiled graphs launched: graph_<id>_ C++ kernels and the outermost
-    aten ops inside our markers (found here from the raw nesting, independently of join.py)."""
+    aten ops inside our markers (found here from the raw nesting, independently of tag_join.py)."""
     evs = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     markers = [e for e in evs if e["name"].startswith("## inductor_perf graph=")]
     out = []

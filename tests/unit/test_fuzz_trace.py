@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from inductor_perf.augment import augment_trace, costs_from_shapes
 from inductor_perf.errors import TraceFormatError
-from inductor_perf.shape_costs import OP_FORMULAS
+from inductor_perf.op_formulas import OP_FORMULAS
 from inductor_perf.trace_format import save_trace
 
 OP_NAMES = ["aten::" + n for n in OP_FORMULAS] + ["aten::linear", "triton_poi_fused_0", "cudaLaunchKernel"]

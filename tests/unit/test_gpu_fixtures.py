@@ -11,7 +11,7 @@ import pathlib
 import pytest
 
 from inductor_perf import trace_format as tf
-from inductor_perf.join import costs_from_tags
+from inductor_perf.tag_join import costs_from_tags
 from inductor_perf.tags import GraphTags
 
 GPU = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "gpu"

@@ -1,9 +1,10 @@
-"""join.costs_from_tags on hand-built traces: which event gets which call site's cost."""
+"""tag_join.costs_from_tags on hand-built traces: which event gets which call site's cost."""
 
 from __future__ import annotations
 
-from inductor_perf.join import costs_from_tags
+from inductor_perf.events import nest_threads
 from inductor_perf.markers import marker_name
+from inductor_perf.tag_join import costs_from_tags
 from inductor_perf.tags import GraphTags, KernelTag, NodeInfo
 
 
@@ -157,7 +158,7 @@ def test_cuda_graph_replay_kernels_take_their_call_sites_by_position():
 
 
 def test_replay_with_a_missing_triton_kernel_guesses_nothing_for_it():
-    from inductor_perf.join import align_replay
+    from inductor_perf.tag_join import align_replay
 
     tags = [_tag("triton_a", "triton_a", 0, 1, device="cuda"),
             _tag("mm", "aten::mm", 1, 1, device="cuda", kind="extern"),
@@ -166,3 +167,22 @@ def test_replay_with_a_missing_triton_kernel_guesses_nothing_for_it():
     # two extern sites but three non-Triton kernels between: ambiguous, so both stay unmatched
     got = align_replay(tags, ["triton_a", "g1", "g2", "g3", "triton_b", "triton_zzz"])
     assert [(t.kernel_name, pos) for t, pos in got] == [("triton_a", [0]), ("triton_b", [4])]
+
+
+def test_nest_threads_parents_order_and_partial_overlaps():
+    # Thread A: op 0 [0, 10) holds op 1 [2, 5), which holds runtime call 2 [3, 4); op 3 [10, 11)
+    # starts where op 0 ends, so it is top-level; op 4 [4, 9) starts inside op 1 but ends after it.
+    # Thread B: two events that start together, the longer encloses the shorter.
+    a = [(10.0, -1.0, 3), (0.0, -10.0, 0), (3.0, -1.0, 2), (2.0, -3.0, 1), (4.0, -5.0, 4)]
+    b = [(5.0, -1.0, 6), (5.0, -2.0, 5)]
+    threads = {("p", "A"): list(a), ("p", "B"): list(b)}
+    order, parent = nest_threads(threads)
+    assert [i for _, _, i in order[("p", "A")]] == [0, 1, 2, 4, 3]
+    assert [i for _, _, i in order[("p", "B")]] == [5, 6]
+    # slack None: a partial overlap (op 4) still nests under the open op 1
+    assert parent == {1: 0, 2: 1, 4: 1, 6: 5}
+    assert threads == {("p", "A"): a, ("p", "B"): b}  # pure: the input is left as it was
+    # only some events enclose (a join passes its CPU scopes): runtime call 2 encloses nothing
+    assert nest_threads({0: [(0.0, -10.0, 0), (1.0, -5.0, 2), (2.0, -1.0, 7)]}, encloses={0})[1] == {2: 0, 7: 0}
+    # with a slack, op 4 must end within op 1 (+ slack) to be its child: it goes to op 0 instead
+    assert nest_threads({("p", "A"): a}, slack=1e-6)[1] == {1: 0, 2: 1, 4: 0}

@@ -1,10 +1,12 @@
-"""Join a profiler trace's kernel events to compile-time tags, through our per-call markers.
+"""Join a profiler trace's kernel events to compile-time tags, through our per-call markers:
+markers -> KernelTag -> EventCost (the cost keeps the tag it came from).
 
 Each compiled-graph call is wrapped in a marker event naming the graph instance (and, under
 dynamic shapes, the call's size-symbol values; see :mod:`inductor_perf.markers`). Inside a marker,
 on the same thread, the kernel events are the outermost events whose names are the graph's tag
 ``profiler_name``s; the k-th event of a name is the k-th call site of that name. GPU tags pass
-their cost on to the device kernels launched from inside that event (``correlation``).
+their cost on to the device kernels launched from inside that event (``correlation``; see
+:mod:`inductor_perf.launch_join`).
 
 Pure: trace and tag lookup in, per-event costs out.
 """
@@ -12,21 +14,15 @@ Pure: trace and tag lookup in, per-event costs out.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 from collections import defaultdict
 from typing import Any, Callable, Mapping
 
 from .event_cost import EventCost, JoinStats
+from .events import DEVICE_CATS, is_device_side, nest_threads
+from .launch_join import GRAPH_LAUNCHES, launched_device_events, replayed_kernels
 from .markers import MARKER_PREFIX, parse_marker
 from .tags import GraphTags, KernelTag
-
-# Device-side event categories that can carry a kernel's cost (older Kineto capitalized them).
-_DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-
-
-def _is_device_side(cat: Any) -> bool:
-    """Events on a GPU timeline: kernels and copies, and the GPU-stream copies Kineto makes of
-    user annotations (``gpu_user_annotation``), which must not count as graph calls."""
-    return isinstance(cat, str) and (cat.lower() in _DEVICE_CATS or cat.lower().startswith("gpu_"))
 
 
 def _dtype(tag: KernelTag) -> Any:
@@ -55,8 +51,6 @@ def event_cost(tag: KernelTag, symbols: Mapping[str, int] | None) -> EventCost:
 
 def _split(cost: EventCost, weights: list[float]) -> list[EventCost]:
     """Share one op's cost among the device kernels it launched, by duration."""
-    import dataclasses
-
     total = sum(weights)
     # Kernels without durations share equally.
     shares = [w / total for w in weights] if total else [1.0 / len(weights)] * len(weights)
@@ -72,10 +66,6 @@ def _split(cost: EventCost, weights: list[float]) -> list[EventCost]:
             vals.append(v)
         out.append(dataclasses.replace(cost, **dict(zip(fields, vals))))
     return out
-
-
-def _is_kernel(ev: dict) -> bool:
-    return str(ev.get("cat")).lower() == "kernel"
 
 
 def _call_cost(tag: KernelTag, symbols: Mapping[str, int] | None, stats: JoinStats) -> EventCost | None:
@@ -94,16 +84,21 @@ def _share(costs: dict[int, EventCost], events: list, ids: list[int], cost: Even
     return len(ids)
 
 
-def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
-                    ) -> tuple[dict[int, EventCost], JoinStats]:
-    """Per-event costs for every kernel event that ran inside one of our markers.
+@dataclasses.dataclass(frozen=True)
+class _Index:
+    """What the join reads of a trace, from one pass over its events."""
 
-    ``lookup(instance_id)`` returns the graph's tags (``inductor_perf.tags.REGISTRY.get``).
-    """
-    events = trace.get("traceEvents") or []
-    stats = JoinStats()
-    threads: dict[tuple[Any, Any], list[int]] = defaultdict(list)
-    marker_idx: list[int] = []
+    threads: dict[tuple[Any, Any], tuple[list[int], list[float]]]
+    """Each CPU thread's complete events in nesting order (index, and start)."""
+    markers: list[int]
+    corr_to_device: dict[Any, list[int]]
+    """Device kernels and copies by ``correlation``."""
+
+
+def _index(events: list) -> _Index:
+    """One pass over the events: CPU threads, our markers, device events by correlation."""
+    threads: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+    markers: list[int] = []
     corr_to_device: dict[Any, list[int]] = defaultdict(list)
     for i, ev in enumerate(events):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
@@ -112,24 +107,116 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
         if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
             continue
         cat = ev.get("cat")
-        if _is_device_side(cat):
+        if is_device_side(cat):
             corr = (ev.get("args") or {}).get("correlation")
-            if corr is not None and cat.lower() in _DEVICE_CATS:
+            if corr is not None and cat.lower() in DEVICE_CATS:
                 corr_to_device[corr].append(i)
             continue
-        threads[(ev.get("pid"), ev.get("tid"))].append(i)
+        threads[(ev.get("pid"), ev.get("tid"))].append((ts, -dur, i))
         name = ev.get("name")
         if isinstance(name, str) and name.startswith(MARKER_PREFIX):
-            marker_idx.append(i)
-    if not marker_idx:
+            markers.append(i)
+    if not markers:  # nothing to join: skip the nesting
+        return _Index({}, markers, corr_to_device)
+    # Only the nesting order is read here (encloses nothing: no parents): the scan of a marker's
+    # window below keeps its own rules (a 1e-3 slack at the marker's end, events that start exactly
+    # at a taken event's end).
+    order, _ = nest_threads(threads, encloses=())
+    ordered = {key: ([i for _, _, i in items], [ts for ts, _, _ in items]) for key, items in order.items()}
+    return _Index(ordered, markers, corr_to_device)
+
+
+def _sites(graph: GraphTags) -> dict[str, list[KernelTag]]:
+    """The graph's call sites by profiler name, in call order."""
+    by_name: dict[str, list[KernelTag]] = defaultdict(list)
+    for tag in graph.kernels:
+        by_name[tag.profiler_name].append(tag)
+    return by_name
+
+
+def _join_call(events: list, index: _Index, mi: int, window: tuple[int, int], by_name: dict[str, list[KernelTag]],
+               symbols: Mapping[str, int] | None, costs: dict[int, EventCost], stats: JoinStats) -> int:
+    """Cost the kernel events of one graph call (the marker ``events[mi]``, whose thread's events
+    ``window`` spans); returns how many call sites matched."""
+    marker = events[mi]
+    thread = index.threads[(marker.get("pid"), marker.get("tid"))]
+    idx = thread[0]
+    m_end = marker["ts"] + marker["dur"]
+    seen: dict[str, int] = defaultdict(int)
+    outer_end = -float("inf")
+    matched = 0
+    for j in range(*window):
+        i = idx[j]
+        if i == mi:
+            continue
+        ev = events[i]
+        if ev["ts"] + ev["dur"] > m_end + 1e-3:
+            continue  # not inside this marker
+        if ev["ts"] < outer_end:
+            continue  # nested inside an event we already took (aten::addmm -> aten::copy_)
+        sites = by_name.get(ev.get("name"))
+        if not sites:
+            continue
+        k = seen[ev["name"]]
+        if k >= len(sites):
+            continue
+        seen[ev["name"]] = k + 1
+        outer_end = ev["ts"] + ev["dur"]
+        tag = sites[k]
+        cost = _call_cost(tag, symbols, stats)
+        if cost is None:
+            continue
+        matched += 1
+        if tag.device != "cpu":
+            dev = launched_device_events(events, thread, j, outer_end, index.corr_to_device)
+            if dev:
+                stats.device_events_tagged += _share(costs, events, dev, cost)
+                continue
+        costs[i] = cost
+        stats.events_tagged += 1
+    return matched
+
+
+def _join_replay(events: list, index: _Index, mi: int, window: tuple[int, int], graph: GraphTags,
+                 symbols: Mapping[str, int] | None, costs: dict[int, EventCost], stats: JoinStats) -> int:
+    """A CUDA graph replay (mode="reduce-overhead"): no per-kernel launches on the host, one
+    cudaGraphLaunch whose device kernels are the captured ones, in capture order. Costs them by
+    :func:`align_replay`; returns how many call sites matched."""
+    marker = events[mi]
+    idx = index.threads[(marker.get("pid"), marker.get("tid"))][0]
+    m_end = marker["ts"] + marker["dur"]
+    device_tags = [t for t in graph.kernels if t.device != "cpu"]
+    matched = 0
+    for j in range(*window):
+        ev = events[idx[j]]
+        if ev.get("name") not in GRAPH_LAUNCHES or ev["ts"] + ev["dur"] > m_end + 1e-3:
+            continue
+        replayed = replayed_kernels(events, ev, index.corr_to_device)
+        for tag, dev in align_replay(device_tags, [events[d]["name"] for d in replayed]):
+            cost = _call_cost(tag, symbols, stats)
+            if cost is None:
+                continue
+            matched += 1
+            n = _share(costs, events, [replayed[k] for k in dev], cost)
+            stats.device_events_tagged += n
+            stats.graph_replay_kernels += n
+    return matched
+
+
+def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
+                    ) -> tuple[dict[int, EventCost], JoinStats]:
+    """Per-event costs for every kernel event that ran inside one of our markers.
+
+    ``lookup(instance_id)`` returns the graph's tags (``inductor_perf.tags.REGISTRY.get``).
+    """
+    events = trace.get("traceEvents") or []
+    stats = JoinStats()
+    index = _index(events)
+    if not index.markers:
         return {}, stats
-    ordered: dict[tuple[Any, Any], tuple[list[int], list[float]]] = {}
-    for key, idx in threads.items():
-        idx.sort(key=lambda i: (events[i]["ts"], -events[i]["dur"]))
-        ordered[key] = (idx, [events[i]["ts"] for i in idx])
     costs: dict[int, EventCost] = {}
     sites_by_graph: dict[int, dict[str, list[KernelTag]]] = {}
-    for mi in marker_idx:
+    for mi in index.markers:
         marker = events[mi]
         parsed = parse_marker(marker["name"])
         if parsed is None:
@@ -145,72 +232,15 @@ def costs_from_tags(trace: dict, lookup: Callable[[int], GraphTags | None]
             continue
         by_name = sites_by_graph.get(instance_id)
         if by_name is None:  # built once per graph, not once per call
-            by_name = defaultdict(list)
-            for tag in graph.kernels:
-                by_name[tag.profiler_name].append(tag)
-            sites_by_graph[instance_id] = by_name
-        idx, starts = ordered[(marker.get("pid"), marker.get("tid"))]
-        m_start, m_end = marker["ts"], marker["ts"] + marker["dur"]
-        lo = bisect.bisect_left(starts, m_start)
-        hi = bisect.bisect_right(starts, m_end)
-        seen: dict[str, int] = defaultdict(int)
-        outer_end = -float("inf")
-        matched = 0
-        for j in range(lo, hi):
-            i = idx[j]
-            if i == mi:
-                continue
-            ev = events[i]
-            if ev["ts"] + ev["dur"] > m_end + 1e-3:
-                continue  # not inside this marker
-            if ev["ts"] < outer_end:
-                continue  # nested inside an event we already took (aten::addmm -> aten::copy_)
-            sites = by_name.get(ev.get("name"))
-            if not sites:
-                continue
-            k = seen[ev["name"]]
-            if k >= len(sites):
-                continue
-            seen[ev["name"]] = k + 1
-            outer_end = ev["ts"] + ev["dur"]
-            tag = sites[k]
-            cost = _call_cost(tag, symbols, stats)
-            if cost is None:
-                continue
-            matched += 1
-            if tag.device != "cpu":
-                dev = _device_kernels(events, ordered[(marker.get("pid"), marker.get("tid"))], j,
-                                      outer_end, corr_to_device)
-                if dev:
-                    stats.device_events_tagged += _share(costs, events, dev, cost)
-                    continue
-            costs[i] = cost
-            stats.events_tagged += 1
+            by_name = sites_by_graph[instance_id] = _sites(graph)
+        starts = index.threads[(marker.get("pid"), marker.get("tid"))][1]
+        window = (bisect.bisect_left(starts, marker["ts"]), bisect.bisect_right(starts, marker["ts"] + marker["dur"]))
+        matched = _join_call(events, index, mi, window, by_name, symbols, costs, stats)
         if matched == 0:
-            # A CUDA graph replay (mode="reduce-overhead"): no per-kernel launches on the host,
-            # one cudaGraphLaunch whose device kernels are the captured ones, in capture order.
-            device_tags = [t for t in graph.kernels if t.device != "cpu"]
-            for j in range(lo, hi):
-                ev = events[idx[j]]
-                if ev.get("name") not in _GRAPH_LAUNCHES or ev["ts"] + ev["dur"] > m_end + 1e-3:
-                    continue
-                corr = (ev.get("args") or {}).get("correlation")
-                replayed = sorted((d for d in corr_to_device.get(corr, ()) if _is_kernel(events[d])),
-                                  key=lambda d: events[d]["ts"])
-                for tag, dev in align_replay(device_tags, [events[d]["name"] for d in replayed]):
-                    cost = _call_cost(tag, symbols, stats)
-                    if cost is None:
-                        continue
-                    matched += 1
-                    n = _share(costs, events, [replayed[k] for k in dev], cost)
-                    stats.device_events_tagged += n
-                    stats.graph_replay_kernels += n
+            matched = _join_replay(events, index, mi, window, graph, symbols, costs, stats)
         stats.unmatched_call_sites += len(graph.kernels) - matched
         stats.per_marker_counts.append((instance_id, matched))
     return costs, stats
-
-
-_GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch"})
 
 
 def align_replay(tags: list[KernelTag], names: list[str]) -> list[tuple[KernelTag, list[int]]]:
@@ -255,20 +285,3 @@ def align_replay(tags: list[KernelTag], names: list[str]) -> list[tuple[KernelTa
         pos = j + 1
     settle(len(names))
     return out
-
-
-def _device_kernels(events: list, thread: tuple[list[int], list[float]], j: int, end: float,
-                    corr_to_device: Mapping[Any, list[int]]) -> list[int]:
-    """Device kernels launched by runtime/driver calls nested in the CPU event at ``thread[j]``."""
-    idx, starts = thread
-    out: list[int] = []
-    hi = bisect.bisect_right(starts, end)
-    for jj in range(j, hi):
-        ev = events[idx[jj]]
-        corr = (ev.get("args") or {}).get("correlation")
-        if corr is not None:
-            out.extend(corr_to_device.get(corr, ()))
-    # An op that launched kernels and a memset/memcpy (cuBLAS zeroing a workspace) puts its cost on
-    # the kernels: a memset does no FLOPs. Copies alone (aten::copy_ as a DtoD memcpy) keep it.
-    kernels = [d for d in out if _is_kernel(events[d])]
-    return sorted(set(kernels or out), key=lambda d: events[d]["ts"])

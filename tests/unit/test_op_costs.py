@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from inductor_perf import shape_costs as sc
+from inductor_perf import op_costs as oc
+from inductor_perf import op_formulas as fm
 from inductor_perf.trace_format import load_trace
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
@@ -44,19 +45,19 @@ def live_flops(fn) -> int:
 
 # --- reference numbers (INTEROP.md) --------------------------------------------------------------
 def test_reference_conv_56():
-    c = sc.op_cost("aten::convolution", conv_event([1, 3, 56, 56], [12, 3, 5, 5], "[1, 1]", "[0, 0]")["args"])
+    c = fm.op_cost("aten::convolution", conv_event([1, 3, 56, 56], [12, 3, 5, 5], "[1, 1]", "[0, 0]")["args"])
     assert c.flops == 4_867_200 and c.matmul_flops == 4_867_200
 
 
 def test_reference_conv_224_padded():
-    c = sc.op_cost("aten::convolution", conv_event([1, 3, 224, 224], [64, 3, 7, 7], "[2, 2]", "[3, 3]")["args"])
+    c = fm.op_cost("aten::convolution", conv_event([1, 3, 224, 224], [64, 3, 7, 7], "[2, 2]", "[3, 3]")["args"])
     assert c.flops == 236_027_904  # padding-blind formulas give 223,552,896
     # bytes: input 150528 + weight 9408 floats read, output 64*112*112 floats written
     assert (c.bytes_read, c.bytes_written) == ((150_528 + 9_408) * 4, 802_816 * 4)
 
 
 def test_reference_mm_and_bytes():
-    c = sc.op_cost("aten::mm", ev("aten::mm", [[256, 512], [512, 768]], ["float", "float"])["args"])
+    c = fm.op_cost("aten::mm", ev("aten::mm", [[256, 512], [512, 768]], ["float", "float"])["args"])
     assert c.flops == 201_326_592
     # read (256*512 + 512*768) * 4 = 2,097,152; written 256*768*4 = 786,432
     assert (c.bytes_read, c.bytes_written) == (2_097_152, 786_432)
@@ -64,18 +65,18 @@ def test_reference_mm_and_bytes():
 
 
 def test_reference_bmm():
-    c = sc.op_cost("aten::bmm", ev("aten::bmm", [[8, 256, 512], [8, 512, 768]], ["c10::BFloat16"] * 2)["args"])
+    c = fm.op_cost("aten::bmm", ev("aten::bmm", [[8, 256, 512], [8, 512, 768]], ["c10::BFloat16"] * 2)["args"])
     assert c.flops == 1_610_612_736
     assert c.dtype == "bfloat16"
     assert c.bytes_written == 8 * 256 * 768 * 2
 
 
 def test_addmm_and_baddbmm_read_the_bias():
-    c = sc.op_cost("aten::addmm", ev("aten::addmm", [[1000], [1, 2048], [2048, 1000], [], []],
+    c = fm.op_cost("aten::addmm", ev("aten::addmm", [[1000], [1, 2048], [2048, 1000], [], []],
                                      ["float", "float", "float", "Scalar", "Scalar"], ["", "", "", "1", "1"])["args"])
     assert c.flops == 2 * 2048 * 1000  # 4,096,000
     assert c.bytes_read == (1000 + 2048 + 2048 * 1000) * 4 and c.bytes_written == 1000 * 4
-    c = sc.op_cost("aten::baddbmm", ev("aten::baddbmm", [[1, 4, 6], [2, 4, 5], [2, 5, 6]], ["double"] * 3)["args"])
+    c = fm.op_cost("aten::baddbmm", ev("aten::baddbmm", [[1, 4, 6], [2, 4, 5], [2, 5, 6]], ["double"] * 3)["args"])
     assert c.flops == 2 * 2 * 4 * 5 * 6 and c.bytes_read == (24 + 40 + 60) * 8
 
 
@@ -101,7 +102,7 @@ def test_conv_variants_match_flop_counter(x, w, kw, sig):
 
     e = conv_event(list(x), list(w), lst("stride", 1), lst("padding"), lst("dilation", 1),
                    str(sig == "transposed"), lst("output_padding"), str(kw.get("groups", 1)))
-    c = sc.op_cost("aten::convolution", e["args"])
+    c = fm.op_cost("aten::convolution", e["args"])
     assert c.flops == expected
     assert c.bytes_written == out.numel() * 4
 
@@ -111,12 +112,12 @@ def test_mkldnn_and_cudnn_argument_orders():
     a = ev("aten::mkldnn_convolution", [[1, 3, 224, 224], [64, 3, 7, 7], [64], [], [], [], []],
            ["float", "float", "float", "ScalarList", "ScalarList", "ScalarList", "Scalar"],
            ["", "", "", "[3, 3]", "[2, 2]", "[1, 1]", "1"])["args"]
-    assert sc.op_cost("aten::mkldnn_convolution", a).flops == 236_027_904
+    assert fm.op_cost("aten::mkldnn_convolution", a).flops == 236_027_904
     # cudnn_convolution(self, weight, padding, stride, dilation, groups, benchmark, deterministic, allow_tf32)
     a = ev("aten::cudnn_convolution", [[1, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], []],
            ["c10::Half", "c10::Half", "ScalarList", "ScalarList", "ScalarList", "Scalar", "Scalar", "Scalar", "Scalar"],
            ["", "", "[3, 3]", "[2, 2]", "[1, 1]", "1", "False", "False", "True"])["args"]
-    c = sc.op_cost("aten::cudnn_convolution", a)
+    c = fm.op_cost("aten::cudnn_convolution", a)
     assert c.flops == 236_027_904 and c.dtype == "float16"
 
 
@@ -125,61 +126,61 @@ def test_sdpa_hand_and_gqa():
     d = [[2, 4, 64, 32]] * 3
     for name in ("aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_scaled_dot_product_flash_attention",
                  "aten::_scaled_dot_product_efficient_attention", "aten::_scaled_dot_product_cudnn_attention"):
-        c = sc.op_cost(name, ev(name, d + [[], []], ["float"] * 3 + ["Scalar", "Scalar"])["args"])
+        c = fm.op_cost(name, ev(name, d + [[], []], ["float"] * 3 + ["Scalar", "Scalar"])["args"])
         assert c.flops == 4_194_304, name
         assert c.bytes_read == 3 * 2 * 4 * 64 * 32 * 4 and c.bytes_written == 2 * 4 * 64 * 32 * 4
     # GQA: 8 query heads over 2 kv heads: scores are per query head
-    c = sc.op_cost("aten::_scaled_dot_product_efficient_attention",
+    c = fm.op_cost("aten::_scaled_dot_product_efficient_attention",
                    ev("x", [[1, 8, 16, 8], [1, 2, 16, 8], [1, 2, 16, 8]], ["float"] * 3)["args"])
     assert c.flops == 2 * (8 * 16 * 16 * 8 * 2)
 
 
 @pytest.mark.parametrize("name, dims, types, reason", [
-    ("aten::mm", [[4, 5], [6, 7]], ["float", "float"], sc.BAD_SHAPES),
-    ("aten::mm", [[4, 5, 1], [5, 7]], ["float", "float"], sc.BAD_SHAPES),
-    ("aten::mm", [[4, "5"], [5, 7]], ["float", "float"], sc.BAD_SHAPES),
+    ("aten::mm", [[4, 5], [6, 7]], ["float", "float"], fm.BAD_SHAPES),
+    ("aten::mm", [[4, 5, 1], [5, 7]], ["float", "float"], fm.BAD_SHAPES),
+    ("aten::mm", [[4, "5"], [5, 7]], ["float", "float"], fm.BAD_SHAPES),
     ("aten::mm", [[4, 5], [5, 7]], ["c10::Float42", "float"], "unknown_dtype:c10::Float42"),
-    ("aten::mm", [[4, 5], [5, 7]], ["float"], sc.NO_SHAPES),
-    ("aten::mm", [], [], sc.NO_SHAPES),
+    ("aten::mm", [[4, 5], [5, 7]], ["float"], fm.NO_SHAPES),
+    ("aten::mm", [], [], fm.NO_SHAPES),
     ("aten::_scaled_dot_product_efficient_attention", [[1, 3, 4, 8], [1, 2, 4, 8], [1, 2, 4, 8]], ["float"] * 3,
-     sc.BAD_SHAPES),
+     fm.BAD_SHAPES),
 ])
 def test_unusable_shapes_give_a_reason(name, dims, types, reason):
-    assert sc.op_cost_or_reason(name, ev(name, dims, types)["args"]) == reason
-    assert sc.op_cost(name, ev(name, dims, types)["args"]) is None
+    assert fm.op_cost_or_reason(name, ev(name, dims, types)["args"]) == reason
+    assert fm.op_cost(name, ev(name, dims, types)["args"]) is None
 
 
 def test_conv_without_concrete_inputs_or_bad_params():
     e = conv_event([1, 3, 8, 8], [4, 3, 3, 3], "[1, 1]", "[0, 0]")
     del e["args"]["Concrete Inputs"]
-    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.NO_SHAPES
+    assert fm.op_cost_or_reason("aten::convolution", e["args"]) == fm.NO_SHAPES
     e = conv_event([1, 3, 8, 8], [4, 3, 3, 3], "[0, 1]", "[0, 0]")
-    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.BAD_SHAPES
+    assert fm.op_cost_or_reason("aten::convolution", e["args"]) == fm.BAD_SHAPES
     e = conv_event([1, 3, 2, 2], [4, 3, 3, 3], "[1, 1]", "[0, 0]")  # kernel larger than input
-    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.BAD_SHAPES
+    assert fm.op_cost_or_reason("aten::convolution", e["args"]) == fm.BAD_SHAPES
     e = conv_event([1, 3, 8, 8], [4, 3, 3, 3], "[1, 1]", "same")
-    assert sc.op_cost_or_reason("aten::convolution", e["args"]) == sc.BAD_SHAPES
+    assert fm.op_cost_or_reason("aten::convolution", e["args"]) == fm.BAD_SHAPES
 
 
 def test_dtype_strings():
-    assert sc.parse_dtype("float") is torch.float32
-    assert sc.parse_dtype("c10::Half") is torch.float16
-    assert sc.parse_dtype("long int") is torch.int64
-    assert sc.parse_dtype("c10::Float8_e4m3fn") is torch.float8_e4m3fn
-    assert sc.parse_dtype("c10::complex<float>") is torch.complex64
-    assert sc.parse_dtype("Scalar") is None and sc.parse_dtype(3) is None
+    assert fm.parse_dtype("float") is torch.float32
+    assert fm.parse_dtype("c10::Half") is torch.float16
+    assert fm.parse_dtype("long int") is torch.int64
+    assert fm.parse_dtype("c10::Float8_e4m3fn") is torch.float8_e4m3fn
+    assert fm.parse_dtype("c10::complex<float>") is torch.complex64
+    assert fm.parse_dtype("Scalar") is None and fm.parse_dtype(3) is None
 
 
 def test_unknown_ops_are_not_costed():
-    assert sc.op_cost_or_reason("aten::relu", {"Input Dims": [[3]]}) is None
-    assert sc.op_cost_or_reason("cpp_fused_mm_0", {}) is None  # never guessed from a name
-    assert sc.op_cost_or_reason(None, None) is None
+    assert fm.op_cost_or_reason("aten::relu", {"Input Dims": [[3]]}) is None
+    assert fm.op_cost_or_reason("cpp_fused_mm_0", {}) is None  # never guessed from a name
+    assert fm.op_cost_or_reason(None, None) is None
 
 
 # --- the join ------------------------------------------------------------------------------------
 def test_real_cpu_trace_counts_each_op_once():
     trace = load_trace(os.path.join(FIXTURES, "cpu_eager_shapes.pt.trace.json.gz"))
-    costs, stats = sc.costs_from_shapes(trace)
+    costs, stats = oc.costs_from_shapes(trace)
     evs = trace["traceEvents"]
     names = sorted(evs[i]["name"] for i in costs)
     # the innermost op of each nest: conv2d > convolution > _convolution > mkldnn_convolution,
@@ -230,27 +231,27 @@ def gpu_trace(*, link="both", dup=False):
 @pytest.mark.parametrize("link", ["both", "args", "flows", "external_only"])
 def test_gpu_cost_goes_on_the_longest_kernel_once(link):
     trace = gpu_trace(link=link)
-    costs, stats = sc.costs_from_shapes(trace)
+    costs, stats = oc.costs_from_shapes(trace)
     assert list(costs) == [4]  # the 8 µs gemm, not the CPU op, not the reduction
     assert costs[4].flops == 2 * 32 * 128 * 64 and costs[4].dtype == "float16"
     assert stats.ops_with_several_kernels == 1 and stats.kernels_without_launch == 0
 
 
 def test_duplicate_external_ids_resolved_through_runtime_nesting():
-    costs, stats = sc.costs_from_shapes(gpu_trace(link="both", dup=True))
+    costs, stats = oc.costs_from_shapes(gpu_trace(link="both", dup=True))
     assert stats.duplicate_external_ids == 1
     assert list(costs) == [4]
 
 
 def test_duplicate_external_ids_without_correlation_are_not_guessed():
-    costs, stats = sc.costs_from_shapes(gpu_trace(link="external_only", dup=True))
+    costs, stats = oc.costs_from_shapes(gpu_trace(link="external_only", dup=True))
     assert stats.duplicate_external_ids == 1 and stats.kernels_without_launch == 2
     assert [trace_name for trace_name in costs] == [1]  # falls back to the CPU op itself
 
 
 def test_kernel_without_launching_op():
     trace = gpu_trace(link="none")
-    costs, stats = sc.costs_from_shapes(trace)
+    costs, stats = oc.costs_from_shapes(trace)
     assert stats.kernels_without_launch == 2
     assert list(costs) == [1]
 
@@ -264,7 +265,7 @@ def test_triton_launch_args_are_kept():
         {"ph": "X", "cat": "kernel", "name": "triton_red_fused_1", "pid": 0, "tid": 7, "ts": 9.0, "dur": 2.0,
          "args": {"kernel_flop": 7, "kernel_num_gb": 0.25}},
     ]}
-    costs, stats = sc.costs_from_shapes(trace)
+    costs, stats = oc.costs_from_shapes(trace)
     assert sorted(costs) == [1, 2]
     assert costs[1].flops == 1000 and costs[1].bytes_read == 500_000_000 and costs[1].cost_source == "triton"
     assert costs[2].flops == 7 and costs[2].bytes_read == 250_000_000
@@ -274,7 +275,7 @@ def test_ops_without_shapes_counted_once_per_nest():
     trace = load_trace(os.path.join(FIXTURES, "cpu_eager_shapes.pt.trace.json.gz"))
     for e in trace["traceEvents"]:
         e.get("args", {}).pop("Input Dims", None)
-    costs, stats = sc.costs_from_shapes(trace)
+    costs, stats = oc.costs_from_shapes(trace)
     assert costs == {}
     # 8 nests (4-deep conv nests, linear>addmm, sdpa>flash) -> 8, not one per op
     assert stats.ops_without_shapes == 8
@@ -295,12 +296,12 @@ def _unwrapped(fn):
 @settings(max_examples=200, deadline=None)
 @given(_dim, _dim, _dim, _dim)
 def test_mm_and_bmm_flops_equal_flop_counter(b, m, k, n):
-    assert sc.mm_flops((m, k), (k, n)) == _unwrapped(fcm.mm_flop)((m, k), (k, n))
-    assert sc.bmm_flops((b, m, k), (b, k, n)) == _unwrapped(fcm.bmm_flop)((b, m, k), (b, k, n))
+    assert fm.mm_flops((m, k), (k, n)) == _unwrapped(fcm.mm_flop)((m, k), (k, n))
+    assert fm.bmm_flops((b, m, k), (b, k, n)) == _unwrapped(fcm.bmm_flop)((b, m, k), (b, k, n))
     with pytest.raises(ValueError):
-        sc.mm_flops((m, k), (k + 1, n))
+        fm.mm_flops((m, k), (k + 1, n))
     with pytest.raises(ValueError):
-        sc.bmm_flops((b, m, k), (b + 1, k, n))
+        fm.bmm_flops((b, m, k), (b + 1, k, n))
 
 
 @settings(max_examples=300, deadline=None)
@@ -324,7 +325,7 @@ def test_conv_flops_equal_flop_counter(n, c_in_per_group, c_out_per_group, group
         return
     ref = _unwrapped(fcm.conv_flop)(x, w, None, [s[2] for s in spatial], [s[3] for s in spatial],
                                     [s[4] for s in spatial], transposed, out_shape=out)
-    assert sc.conv_flops(x, w, out, transposed) == ref
+    assert fm.conv_flops(x, w, out, transposed) == ref
 
 
 @settings(max_examples=200, deadline=None)
@@ -335,17 +336,17 @@ def test_sdpa_flops_equal_flop_counter(b, h_kv, group, s_q, s_k, d, d_v):
     # GQA costs what attention over key/value heads repeated to the query's count costs (torch
     # 2.11's sdpa_flop_count takes equal head counts only).
     k_rep, v_rep = (b, h_kv * group, s_k, d), (b, h_kv * group, s_k, d_v)
-    assert sc.sdpa_flops(q, k, v) == _unwrapped(fcm.sdpa_flop_count)(q, k_rep, v_rep)
+    assert fm.sdpa_flops(q, k, v) == _unwrapped(fcm.sdpa_flop_count)(q, k_rep, v_rep)
     with pytest.raises(ValueError):
-        sc.sdpa_flops(q, (b, h_kv, s_k, d + 1), v)
+        fm.sdpa_flops(q, (b, h_kv, s_k, d + 1), v)
 
 
 def test_attributing_does_not_import_flop_counter():
     import subprocess
     import sys
 
-    code = ("import sys; from inductor_perf import shape_costs as sc;"
-            "c = sc.op_cost('aten::mm', {'Input Dims': [[2, 3], [3, 4]], 'Input type': ['float', 'float']});"
+    code = ("import sys; from inductor_perf import op_costs, op_formulas as fm;"
+            "c = fm.op_cost('aten::mm', {'Input Dims': [[2, 3], [3, 4]], 'Input type': ['float', 'float']});"
             "assert c.flops == 48, c; print('torch.utils.flop_counter' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
@@ -359,12 +360,12 @@ def test_dtype_name_table_matches_torch():
            "short int": torch.int16, "signed char": torch.int8, "unsigned char": torch.uint8,
            "c10::complex<float>": torch.complex64, "c10::Float8_e4m3fn": torch.float8_e4m3fn}
     torch_names = {n for n in dir(torch) if isinstance(getattr(torch, n, None), torch.dtype)}
-    assert torch_names <= set(sc._DTYPE_NAMES)  # every torch dtype attribute is known by name
+    assert torch_names <= set(fm._DTYPE_NAMES)  # every torch dtype attribute is known by name
     newer = {"bcomplex32"}  # dtypes of a newer torch than the one installed may be missing
-    for key, (name, size) in sc._DTYPE_NAMES.items():
+    for key, (name, size) in fm._DTYPE_NAMES.items():
         dt = getattr(torch, key, None) if key in torch_names else cpp.get(key, getattr(torch, name, None))
         if dt is None and name in newer:
             continue
         assert isinstance(dt, torch.dtype), key
         assert (str(dt).removeprefix("torch."), dt.itemsize) == (name, size), key
-    assert sc.parse_dtype_name("c10::BFloat16") == "bfloat16" and sc.parse_dtype_name("Scalar") is None
+    assert fm.parse_dtype_name("c10::BFloat16") == "bfloat16" and fm.parse_dtype_name("Scalar") is None

@@ -1,0 +1,291 @@
+"""Which op launched each device kernel: kernel <- runtime call <- op.
+
+A device kernel names the runtime call (``cudaLaunchKernel``...) that launched it by its
+``correlation`` (or, in traces where correlations do not match, by an ac2g flow from the call to the
+kernel); the runtime call sits, on its CPU thread, inside the op that made it (or, failing that,
+carries the op's ``External id``). Both joins use this: :mod:`inductor_perf.tag_join` goes from a
+tagged call site down to the kernels it launched (:func:`launched_device_events`, and
+:func:`replayed_kernels` for a CUDA graph replay), :mod:`inductor_perf.op_costs` from each kernel up
+to the op whose recorded shapes give its cost (:class:`LaunchIndex`).
+
+Pure: events in, indices out; nesting on a thread is :func:`inductor_perf.events.nest_threads`.
+"""
+
+from __future__ import annotations
+
+import bisect
+from array import array
+from collections import defaultdict
+from typing import Any, Callable, Iterator, Mapping
+
+from .event_cost import AugmentStats
+from .events import CPU_OP_CATS, CPU_SCOPE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, nest_threads, number
+
+# Runtime calls that replay a captured CUDA graph (mode="reduce-overhead"): their correlation names
+# every kernel of the replay.
+GRAPH_LAUNCHES = frozenset({"cudaGraphLaunch", "cudaGraphLaunch_v10000", "hipGraphLaunch"})
+
+
+def _is_kernel(ev: dict) -> bool:
+    return str(ev.get("cat")).lower() == "kernel"
+
+
+# --- from a CPU event down to its device events ---------------------------------------------------
+def launched_device_events(events: list, thread: tuple[list[int], list[float]], j: int, end: float,
+                           corr_to_device: Mapping[Any, list[int]]) -> list[int]:
+    """Device kernels launched by runtime/driver calls nested in the CPU event at ``thread[j]``.
+
+    ``thread`` is the CPU thread's events (indices in nesting order, and their starts); ``end`` the
+    event's end; ``corr_to_device`` the device events by ``correlation``.
+    """
+    idx, starts = thread
+    out: list[int] = []
+    hi = bisect.bisect_right(starts, end)
+    for jj in range(j, hi):
+        ev = events[idx[jj]]
+        corr = (ev.get("args") or {}).get("correlation")
+        if corr is not None:
+            out.extend(corr_to_device.get(corr, ()))
+    # An op that launched kernels and a memset/memcpy (cuBLAS zeroing a workspace) puts its cost on
+    # the kernels: a memset does no FLOPs. Copies alone (aten::copy_ as a DtoD memcpy) keep it.
+    kernels = [d for d in out if _is_kernel(events[d])]
+    return sorted(set(kernels or out), key=lambda d: events[d]["ts"])
+
+
+def replayed_kernels(events: list, launch: dict, corr_to_device: Mapping[Any, list[int]]) -> list[int]:
+    """The kernels of the CUDA graph replay that the runtime call ``launch`` (one of
+    :data:`GRAPH_LAUNCHES`) started, in the order they ran: the captured order."""
+    corr = (launch.get("args") or {}).get("correlation")
+    return sorted((d for d in corr_to_device.get(corr, ()) if _is_kernel(events[d])),
+                  key=lambda d: events[d]["ts"])
+
+
+# --- from a device kernel up to its launching op --------------------------------------------------
+def _key(v: Any) -> Any:
+    """A hashable stand-in for a pid / tid / id value of any JSON type."""
+    return v if isinstance(v, (str, int, float)) else repr(v)
+
+
+def _k(v: Any) -> Any:
+    """:func:`_key` with a shortcut for the str / int ids of parsed JSON."""
+    t = type(v)
+    return v if t is int or t is str else _key(v)
+
+
+def _loc(ev: dict) -> tuple[Any, Any, float] | None:
+    """Where an event is: (pid, tid, ts) as :meth:`LaunchIndex.index` keys them, or None without a ts."""
+    ts = number(ev.get("ts"))
+    return None if ts is None else (_k(ev.get("pid")), _k(ev.get("tid")), ts)
+
+
+class _Flows:
+    """The ac2g flow pairs of a trace and its runtime calls by location: how a kernel whose
+    correlation names no runtime call finds the call that launched it."""
+
+    def __init__(self) -> None:
+        self.start: dict[Any, tuple[Any, Any, float]] = {}
+        self.finish: dict[tuple[Any, Any, float], Any] = {}
+        self.runtime_by_loc: dict[tuple[Any, Any, float], int] = {}
+
+    def runtime_of(self, kernel: dict) -> int | None:
+        loc = _loc(kernel)
+        fid = self.finish.get(loc) if loc is not None else None
+        start = self.start.get(fid) if fid is not None else None
+        return self.runtime_by_loc.get(start) if start is not None else None
+
+
+# Event category -> KERNEL, OP, RUNTIME, SCOPE (another CPU scope) or NONE of these.
+KERNEL, OP, RUNTIME, SCOPE, NONE = 0, 1, 2, 3, -1
+_CAT_KIND: dict[str, int] = {}
+
+
+def _cat_kind(cat: Any) -> int:
+    """The kind of category ``cat`` (matched lower-cased), remembered for the few that traces use."""
+    if not isinstance(cat, str):
+        return NONE
+    c = cat.lower()
+    kind = (KERNEL if c in KERNEL_CATS else OP if c in CPU_OP_CATS else SCOPE if c in CPU_SCOPE_CATS
+            else RUNTIME if c in RUNTIME_CATS else NONE)
+    if type(cat) is str and len(_CAT_KIND) < 1024:
+        _CAT_KIND[cat] = kind
+    return kind
+
+
+class LaunchIndex:
+    """What finding each kernel's launching op needs, one event at a time: :meth:`index` each
+    event in order, then :meth:`launches`. Keeps only what most traces need, not the events, so a
+    caller that parses events one by one never has to hold them all.
+
+    ``load(i)`` gives event ``i`` again (parsed anew, or from the caller's list); :meth:`launches`
+    reads back with it what only some traces need: flow events (when a kernel's correlation names
+    no runtime call), a kernel's location (for those flows) and a runtime call's External id (when
+    its launching op cannot be found by nesting).
+    """
+
+    _STATE: tuple[str, ...] = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels",
+                               "flows_later")
+    _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids")
+
+    def __init__(self, load: Callable[[int], Any]) -> None:
+        self.stats = AugmentStats()
+        # (pid, tid) -> [(ts, -dur, i)] of CPU ops, other CPU scopes and runtime calls
+        self.by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+        self.is_scope: set[int] = set()
+        self.ext_to_op: dict[Any, int] = {}
+        self.dup_ext: set[Any] = set()
+        self.runtime_by_corr: dict[Any, int] = {}
+        # kernel index -> (correlation, External id, dur)
+        self.kernels: dict[int, tuple[Any, Any, float]] = {}
+        self._load = load
+        self.flows_later = array("q")
+        """Indices of flow events ("s"/"f"), parsed in :meth:`launches` only if a kernel needs them;
+        :meth:`index` appends to it, and a caller that sees ``ph`` first may append flows itself."""
+
+    def index(self, i: int, ev: dict) -> tuple[int, dict] | None:
+        """Index event ``i`` (a dict). Returns ``(kind, args)`` for a device kernel (:data:`KERNEL`)
+        and a CPU scope (:data:`OP` or :data:`SCOPE`), the events a caller may cost; else None."""
+        ph = ev.get("ph")
+        if ph != "X":
+            if ph == "s" or ph == "f":
+                self.flows_later.append(i)
+            return None
+        cat = ev.get("cat")
+        kind = _CAT_KIND.get(cat) if type(cat) is str else None
+        if kind is None:
+            kind = _cat_kind(cat)
+        if kind < 0:
+            return None
+        ts = ev.get("ts")
+        if type(ts) is not float or ts - ts != 0.0:
+            ts = number(ts)
+            if ts is None:
+                return None
+        dur = ev.get("dur")
+        if type(dur) is not float or not dur > 0.0 or dur - dur != 0.0:
+            dur = number(dur)
+            dur = dur if dur is not None and dur > 0 else 0.0
+        args = ev.get("args")
+        if type(args) is not dict:
+            args = args if isinstance(args, dict) else {}
+        if kind == KERNEL:
+            self.stats.device_kernels += 1
+            corr = args.get("correlation")
+            self.kernels[i] = (_k(corr) if corr is not None else None, args.get("External id"), dur)
+            return kind, args
+        pid = ev.get("pid")
+        if type(pid) is not int and type(pid) is not str:
+            pid = _key(pid)
+        tid = ev.get("tid")
+        if type(tid) is not int and type(tid) is not str:
+            tid = _key(tid)
+        self.by_thread[(pid, tid)].append((ts, -dur, i))
+        if kind == RUNTIME:
+            corr = args.get("correlation")
+            if corr is not None:
+                self.runtime_by_corr[_k(corr)] = i
+            return None
+        self.is_scope.add(i)
+        if kind == OP:
+            self.stats.cpu_ops += 1
+            ext = args.get("External id")
+            if ext is not None:
+                k = _k(ext)
+                if k in self.ext_to_op:
+                    self.dup_ext.add(k)
+                    self.stats.duplicate_external_ids += 1
+                else:
+                    self.ext_to_op[k] = i
+        return kind, args
+
+    def state(self) -> tuple:
+        """What :meth:`index` recorded, as plain containers (picklable): another process's index
+        over a later range of events hands this to :meth:`merge`."""
+        s = self.stats
+        counts = tuple(getattr(s, n) for n in self._COUNTS)
+        return (counts, tuple(dict(self.by_thread) if n == "by_thread" else getattr(self, n)
+                              for n in self._STATE))
+
+    def merge(self, state: tuple) -> None:
+        """Take in the :meth:`state` of an index over events that all come after this one's, as if
+        :meth:`index` had been called on them here, in order."""
+        counts, parts = state
+        s = self.stats
+        for n, c in zip(self._COUNTS, counts):
+            setattr(s, n, getattr(s, n) + c)
+        self._merge(dict(zip(self._STATE, parts)))
+
+    def _merge(self, st: dict[str, Any]) -> None:
+        """:meth:`merge` of the containers named in :data:`_STATE` (a subclass adds its own)."""
+        by_thread = self.by_thread
+        for key, items in st["by_thread"].items():
+            by_thread[key].extend(items)  # nested in parents(); the event index makes every item unique
+        # Keyed by event index: the two ranges never share a key.
+        self.kernels.update(st["kernels"])
+        self.is_scope |= st["is_scope"]
+        self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in index()
+        self.flows_later.extend(st["flows_later"])
+        # An External id first seen in the later range is a duplicate when this range has it.
+        mine, theirs, dup = self.ext_to_op, st["ext_to_op"], self.dup_ext
+        common = mine.keys() & theirs.keys()
+        mine.update(theirs if not common else {k: i for k, i in theirs.items() if k not in common})
+        dup |= common
+        dup |= st["dup_ext"]
+        self.stats.duplicate_external_ids += len(common)
+
+    def parents(self) -> dict[int, int]:
+        """Nesting of the CPU-side events per thread: event -> innermost enclosing CPU scope."""
+        return nest_threads(self.by_thread, self.is_scope)[1]
+
+    def _flows(self) -> _Flows:
+        """Parse the flow events put aside and index the runtime calls by location."""
+        flows = _Flows()
+        load = self._load
+        for i in self.flows_later:
+            ev = load(i)
+            cat = ev.get("cat")
+            if not isinstance(cat, str) or cat.lower() not in FLOW_CATS:
+                continue
+            loc = _loc(ev)
+            if loc is None:
+                continue
+            if ev.get("ph") == "s":
+                flows.start[_k(ev.get("id"))] = loc
+            else:
+                flows.finish[loc] = _k(ev.get("id"))
+        is_scope, by_loc = self.is_scope, flows.runtime_by_loc
+        for (pid, tid), items in self.by_thread.items():
+            for ts, _negdur, i in items:
+                if i not in is_scope:
+                    # the later of two runtime calls at one place wins, as for correlations
+                    j = by_loc.get((pid, tid, ts))
+                    if j is None or i > j:
+                        by_loc[(pid, tid, ts)] = i
+        return flows
+
+    def _runtime_ext(self, runtime: int) -> Any:
+        """The External id a runtime call carries (that of its launching op), or None."""
+        args = self._load(runtime).get("args")
+        return args.get("External id") if isinstance(args, dict) else None
+
+    def launches(self, parent: Mapping[int, int]) -> Iterator[tuple[int, int | None]]:
+        """``(kernel, launching op or None)`` for each kernel, in index order; ``parent`` is
+        :meth:`parents`."""
+        kernels, by_corr = self.kernels, self.runtime_by_corr
+        flows: _Flows | None = None
+        for k in sorted(kernels):
+            corr, ext, _dur = kernels[k]
+            runtime = by_corr.get(corr) if corr is not None else None
+            if runtime is None and self.flows_later:
+                if flows is None:
+                    flows = self._flows()
+                runtime = flows.runtime_of(self._load(k))
+            # The runtime call sits inside its launching op on the CPU thread: exact, even when
+            # External ids repeat.
+            launch = parent.get(runtime) if runtime is not None else None
+            if launch is None:
+                if ext is None and runtime is not None:
+                    ext = self._runtime_ext(runtime)  # it carries its launching op's External id
+                if ext is not None:
+                    ek = _key(ext)
+                    launch = None if ek in self.dup_ext else self.ext_to_op.get(ek)
+            yield k, launch
