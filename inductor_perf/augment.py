@@ -231,14 +231,14 @@ def _tf32_now() -> bool:
 def _peak(device: Any, dtype: Any, matmul: bool) -> float | None:
     """The roof for ``dtype`` (torch.dtype or its name) on ``device`` (rows keyed either way); the
     rules of :func:`devices.matmul_peak_tflops` / :func:`devices.vector_peak_tflops`, by name."""
-    from .device_table import dtype_name, matmul_peak_by_name, vector_peak_by_name
+    from .device_table import dtype_name, matmul_peak_tflops, vector_peak_tflops
 
     if dtype is None:
         return None
     try:
         name = dtype_name(dtype)
-        value = (matmul_peak_by_name(device, name, name == "float32" and _tf32_now()) if matmul
-                 else vector_peak_by_name(device, name))
+        value = (matmul_peak_tflops(device, name, tf32=name == "float32" and _tf32_now()) if matmul
+                 else vector_peak_tflops(device, name))
     except (KeyError, LookupError, ValueError, TypeError, AttributeError):
         value = None
     value = tf.number(value)

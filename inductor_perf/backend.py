@@ -169,8 +169,11 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
             ensure_auto_capture()
         except Exception as e:
             _warn_once("inductor_perf: could not arm automatic capture (%s)", e)
+    from .tagging import parameter_names
+
     inner = functools.partial(_tagging_inner_compile, markers=ours.get("inductor_perf.markers", True),
-                              kernel_profile=kernel_profile, device_override=device_override)
+                              kernel_profile=kernel_profile, device_override=device_override,
+                              param_names=parameter_names(gm))
     # An AOTAutograd cache hit skips inner_compile entirely (and its key ignores inner_compile):
     # turn it off for our compiles. The FX graph cache below it stays on.
     with torch._functorch.config.patch(enable_autograd_cache=False):
@@ -205,7 +208,7 @@ def _cache_hits() -> int:
 
 def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
                            markers: bool = True, kernel_profile: bool = False, device_override: Any = None,
-                           **kwargs: Any) -> Any:
+                           param_names: Mapping[int | str, str] | None = None, **kwargs: Any) -> Any:
     from torch._inductor.compile_fx import compile_fx_inner
 
     from .tagging import TagCollector
@@ -221,7 +224,8 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                       frame_id=frame[0] if frame else None, compile_id=frame[1] if frame else None)
     names = None
     collector = TagCollector(graph.graph_id, is_backward,
-                             inject_failure=env.get_flag(env.INJECT_TAGGING_FAILURE))
+                             inject_failure=env.get_flag(env.INJECT_TAGGING_FAILURE),
+                             param_names=param_names or {})
     try:
         graph.symbol_locators = _symbol_locators(example_inputs)
         names = _frame_modules(graph)

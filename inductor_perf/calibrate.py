@@ -4,7 +4,8 @@ Datasheet and computed peaks are upper bounds nobody reaches; a measured roof sa
 machine, with this torch and these threads, actually achieves. ``inductor-perf calibrate`` runs
 the measurement within a time budget and writes one small JSON file per machine key (CPU model +
 threads + torch version, or GPU name + torch version) under ``$INDUCTOR_PERF_CACHE_DIR`` or
-``~/.cache/inductor_perf``. :func:`inductor_perf.devices.resolve_device` uses it when present.
+``~/.cache/inductor_perf``. This module only measures and caches: :func:`inductor_perf.devices.resolve_device`
+reads the cache and turns a measurement into a DeviceSpec (:func:`inductor_perf.devices.apply_measurement`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import datetime as _dt
 import hashlib
 import json
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +22,9 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from . import config
+from .cpu_peaks import cpu_model_name
 from .errors import DeviceSpecError, InductorPerfError
+from .trace_format import write_atomic
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +62,6 @@ def machine_key(device_type: str = "cpu", index: int = 0, *, threads: int | None
     """
     import torch
 
-    from .devices import cpu_model_name
-
     if device_type == "cpu":
         return {"device_type": "cpu", "model": cpu_model_name(cpuinfo),
                 "threads": torch.get_num_threads() if threads is None else int(threads),
@@ -76,14 +76,15 @@ def machine_key(device_type: str = "cpu", index: int = 0, *, threads: int | None
     return {"device_type": device_type, "model": name, "torch": torch.__version__}
 
 
-def _cache_path(key: Mapping[str, Any], directory: Path | None = None) -> Path:
+def cache_path(key: Mapping[str, Any], directory: Path | None = None) -> Path:
+    """The cache file of machine ``key`` in ``directory`` (default :func:`cache_dir`)."""
     digest = hashlib.sha256(json.dumps(dict(key), sort_keys=True).encode()).hexdigest()[:16]
     return (directory or cache_dir()) / f"calibration-{key.get('device_type', 'x')}-{digest}.json"
 
 
 def load_cached(key: Mapping[str, Any], directory: Path | None = None) -> Measurement | None:
     """The cached measurement for ``key``, or None (missing, unreadable or for another key)."""
-    path = _cache_path(key, directory)
+    path = cache_path(key, directory)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -108,46 +109,11 @@ def load_cached(key: Mapping[str, Any], directory: Path | None = None) -> Measur
 
 def save(measurement: Measurement, directory: Path | None = None) -> Path:
     """Write ``measurement`` to its per-machine cache file (atomically) and return the path."""
-    path = _cache_path(measurement.key, directory)
+    path = cache_path(measurement.key, directory)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(measurement.to_dict(), indent=2, allow_nan=False), encoding="utf-8")
-    os.replace(tmp, path)
+    data = json.dumps(measurement.to_dict(), indent=2, allow_nan=False).encode("utf-8")
+    write_atomic(path, lambda f: f.write(data))
     return path
-
-
-def apply_measurement(base: Any, m: Measurement) -> Any:
-    """``base`` (a DeviceSpec or None) with the measured roofs; peak_source "measured".
-
-    Measured dtypes replace their peaks; other dtypes keep the base's (datasheet/computed) peaks
-    and the source_note says which are which.
-    """
-    import torch
-
-    from .devices import DeviceSpec, _peaks
-
-    measured: dict[Any, float] = {}
-    for name, value in m.gemm_tflops.items():
-        dtype = getattr(torch, name, None)
-        if isinstance(dtype, torch.dtype) and value > 0:
-            measured[dtype] = value
-    kept = {} if base is None else {k: v for k, v in base.peak_tflops.items() if k not in measured}
-    note = (f"measured {', '.join(sorted(m.gemm_tflops))} GEMM and copy bandwidth at {m.measured_at} "
-            f"({m.seconds:.1f} s budget)")
-    if kept:
-        note += f"; {', '.join(sorted(str(k).removeprefix('torch.') for k in kept))} from {base.peak_source}"
-    vector = dict(base.vector_tflops) if base is not None else {}
-    if torch.float32 in measured:
-        # The measured fp32 GEMM rate is also the best vector roof evidence we have.
-        vector[torch.float32] = max(vector.get(torch.float32, 0.0), measured[torch.float32])
-    return DeviceSpec(
-        name=base.name if base is not None else str(m.key.get("model", "unknown device")),
-        vendor=base.vendor if base is not None else "unknown",
-        peak_tflops=_peaks(*{**kept, **measured}.items()), vector_tflops=_peaks(*vector.items()),
-        mem_bandwidth_gbs=m.mem_bandwidth_gbs, mem_gb=base.mem_gb if base is not None else None,
-        source_url=f"calibration cache ({_cache_path(m.key).name})", source_note=note,
-        sparse_halved=(), peak_source="measured",
-        device_type=str(m.key.get("device_type", base.device_type if base is not None else "cpu")))
 
 
 # --------------------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def _cmd_devices(args: argparse.Namespace) -> int:
                 continue
             print(f"{t}:{i}: {s.name}  [peaks: {s.peak_source}]")
             for k, v in s.peak_tflops.items():
-                print(f"    {devices.dtype_name(k):<16} {v:>10.3f} {'TOPS' if k is devices.I8 else 'TFLOP/s'}")
+                print(f"    {devices.dtype_name(k):<16} {v:>10.3f} {'TOPS' if k == devices.I8 else 'TFLOP/s'}")
             print(f"    {'bandwidth':<16} {s.mem_bandwidth_gbs:>10.1f} GB/s")
             if t == "cuda" and devices.TF32 in s.peak_tflops:
                 print(f"    float32 matmuls use the {'tf32' if tf32 else 'float32'} roof (TF32 {'on' if tf32 else 'off'})")

@@ -1,24 +1,29 @@
 """The built-in device table as data: dense peak throughput per dtype NAME and memory bandwidth,
-with sources, and the lookup of a reported device name. No torch import.
+with sources; the lookup of a reported device name; the matmul and vector roof of a row. No torch
+import, so augmenting a trace offline never imports torch.
 
-:mod:`inductor_perf.devices` builds the public :class:`DeviceSpec` rows keyed by ``torch.dtype``
-from these rows; the offline augment path uses them directly (dtype names such as "bfloat16"), so
-augmenting a trace never imports torch. Peaks are DENSE: a figure published only "with sparsity"
-(2:4 structured) is stored halved and its dtype named in ``sparse_halved``. TF32 is not a dtype;
-its key is the string :data:`TF32`. docs/devices.md lists the sources and the rules.
+Peaks are keyed by dtype name as torch spells it ("bfloat16", "float32", ...) here, in
+:class:`DeviceSpec` and everywhere downstream; a ``torch.dtype`` becomes its name at the edge, in
+:func:`dtype_name` (rows built with torch.dtype keys, the peak accessors' ``dtype`` argument). Peaks
+are DENSE: a figure published only "with sparsity" (2:4 structured) is stored halved and its dtype
+named in ``sparse_halved``. TF32 is not a dtype; its key is the string :data:`TF32`.
+docs/devices.md lists the sources and the rules.
 """
 
 from __future__ import annotations
 
 import logging
 import math
+import os
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
 
 from . import config
+from .errors import DeviceSpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
@@ -27,8 +32,8 @@ log = logging.getLogger(__name__)
 
 # TF32 is a tensor-core mode of float32 matmuls, not a dtype; it gets a string key.
 TF32 = "tf32"
-PeakKey = Union["torch.dtype", str]
-"""A dtype name (this module's rows), a torch.dtype (:mod:`devices` rows), or :data:`TF32`."""
+PeakKey = str
+"""A dtype name as torch spells it ("bfloat16"), or :data:`TF32`: the one key type of every peak map."""
 
 PEAK_SOURCES = ("datasheet", "computed", "measured", "user")
 
@@ -38,17 +43,42 @@ E4M3, E5M2 = "float8_e4m3fn", "float8_e5m2"
 E4M3FNUZ, E5M2FNUZ = "float8_e4m3fnuz", "float8_e5m2fnuz"
 
 
-def _peaks(*pairs: tuple[PeakKey, float]) -> Mapping[PeakKey, float]:
-    """An immutable dtype -> TFLOP/s mapping that refuses a key given twice.
+def dtype_name(dtype: Union["torch.dtype", str]) -> str:
+    """The name torch spells a dtype with: "bfloat16" for torch.bfloat16 (or "bfloat16", or
+    "torch.bfloat16"); "tf32" for :data:`TF32`. The one conversion from torch dtypes to peak keys.
+
+    >>> dtype_name("torch.float8_e4m3fn"), dtype_name(TF32)
+    ('float8_e4m3fn', 'tf32')
+    """
+    text = str(dtype)
+    if not isinstance(dtype, str) and not text.startswith("torch."):
+        raise TypeError(f"expected a torch.dtype or a dtype name such as 'bfloat16', got {dtype!r}")
+    return text.removeprefix("torch.")
+
+
+def _peaks(*pairs: tuple[Union["torch.dtype", str], float]) -> Mapping[PeakKey, float]:
+    """An immutable dtype name -> TFLOP/s mapping that refuses a key given twice.
 
     A dict literal silently keeps the last of two equal keys (upstream's device_info.py lists
     float8_e8m0fnu three times); building rows through this function makes that an import error.
     """
     out: dict[PeakKey, float] = {}
     for key, value in pairs:
-        assert key not in out, f"duplicate peak key {key}"
+        name = dtype_name(key)
+        assert name not in out, f"duplicate peak key {name}"
         assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (key, value)
-        out[key] = float(value)
+        out[name] = float(value)
+    return MappingProxyType(out)
+
+
+def _named(peaks: Mapping[Any, float], where: str) -> Mapping[PeakKey, float]:
+    """``peaks`` keyed by dtype name (a caller's torch.dtype keys converted), values as given."""
+    out: dict[PeakKey, float] = {}
+    for key, value in peaks.items():
+        name = dtype_name(key)
+        if name in out:
+            raise DeviceSpecError(f"{where}: dtype {name!r} given twice")
+        out[name] = value
     return MappingProxyType(out)
 
 
@@ -56,9 +86,10 @@ def _peaks(*pairs: tuple[PeakKey, float]) -> Mapping[PeakKey, float]:
 class DeviceSpec:
     """One device's roofs. Units are in the field names; peaks are dense.
 
-    ``peak_tflops``: matmul peak per dtype (tensor/matrix cores where the dtype uses them; int8
-    in TOPS; :data:`TF32` for float32 matmuls in TF32 mode). Keyed by dtype name in this module's
-    rows, by ``torch.dtype`` in :mod:`inductor_perf.devices`'s.
+    ``peak_tflops``: matmul peak per dtype name (tensor/matrix cores where the dtype uses them; int8
+    in TOPS; :data:`TF32` for float32 matmuls in TF32 mode). A row built with ``torch.dtype`` keys
+    stores their names (``DeviceSpec(..., peak_tflops={torch.bfloat16: 989.5})`` reads back as
+    ``peak_tflops["bfloat16"]``).
     ``vector_tflops``: non-matrix roofs where the vendor gives them (fp64/fp32 on CUDA cores or
     vector ALUs); elementwise and reduction kernels are measured against these.
     ``sparse_halved``: dtypes whose datasheet figure was published only with 2:4 sparsity and halved.
@@ -79,22 +110,23 @@ class DeviceSpec:
     vector_tflops: Mapping[PeakKey, float] = field(default_factory=lambda: MappingProxyType({}),
                                                    hash=False)
 
+    def __post_init__(self) -> None:
+        # The edge: rows may be built with torch.dtype keys (the public constructor always took
+        # them); stored keys are names, so every reader looks peaks up one way.
+        object.__setattr__(self, "peak_tflops", _named(self.peak_tflops, f"{self.name}: peak_tflops"))
+        object.__setattr__(self, "vector_tflops", _named(self.vector_tflops, f"{self.name}: vector_tflops"))
+        object.__setattr__(self, "sparse_halved", tuple(dtype_name(k) for k in self.sparse_halved))
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; dtype keys become their names ("bfloat16", "tf32")."""
+        """JSON-ready form (peak keys are dtype names: "bfloat16", "tf32")."""
         return {
             "name": self.name, "vendor": self.vendor, "device_type": self.device_type,
-            "peak_tflops": {dtype_name(k): v for k, v in self.peak_tflops.items()},
-            "vector_tflops": {dtype_name(k): v for k, v in self.vector_tflops.items()},
+            "peak_tflops": dict(self.peak_tflops), "vector_tflops": dict(self.vector_tflops),
             "mem_bandwidth_gbs": self.mem_bandwidth_gbs, "mem_gb": self.mem_gb,
             "source_url": self.source_url, "source_note": self.source_note,
-            "sparse_halved": [dtype_name(k) for k in self.sparse_halved],
+            "sparse_halved": list(self.sparse_halved),
             "peak_source": self.peak_source,
         }
-
-
-def dtype_name(key: PeakKey) -> str:
-    """"bfloat16" for torch.bfloat16, "tf32" for TF32."""
-    return key if isinstance(key, str) else str(key).removeprefix("torch.")
 
 
 # --------------------------------------------------------------------------------------------
@@ -396,8 +428,8 @@ def _warn_unknown(name: str, why: str) -> None:
 
 
 def lookup(name: str) -> DeviceSpec | None:
-    """The datasheet row (peaks keyed by dtype name) for a name a device reports, or None (logged
-    once per name). :func:`inductor_perf.devices.lookup_device` is the same row keyed by torch.dtype.
+    """The datasheet row for a name a device reports, or None (logged once per name); the public
+    :func:`inductor_perf.lookup_device`.
 
     Accepts ``torch.cuda.get_device_name()`` strings ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB",
     "Tesla V100-SXM2-16GB", "AMD Instinct MI300X"), ROCm ``gcnArchName`` ("gfx942:sramecc+:xnack-"),
@@ -430,31 +462,61 @@ def lookup(name: str) -> DeviceSpec | None:
 
 
 # --------------------------------------------------------------------------------------------
-# Peaks by dtype name (either kind of row)
+# The roofs of a row: one accessor per kind, dtype as a name or a torch.dtype
 # --------------------------------------------------------------------------------------------
-def _by_name(peaks: Mapping[PeakKey, float]) -> dict[str, float]:
-    return {dtype_name(k): v for k, v in peaks.items()}
+def tf32_enabled() -> bool:
+    """True when float32 CUDA matmuls may run in TF32 (either torch switch allows it).
+
+    Does not import torch: where nothing has, its switches are at their defaults (off) unless
+    the environment makes cuBLAS use TF32 (``TORCH_ALLOW_TF32_CUBLAS_OVERRIDE=1``).
+    """
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return os.environ.get("TORCH_ALLOW_TF32_CUBLAS_OVERRIDE", "").strip() == "1"
+    try:
+        if torch.backends.cuda.matmul.allow_tf32:
+            return True
+    except Exception:  # pragma: no cover - API moved; the precision setting below still answers
+        pass
+    return torch.get_float32_matmul_precision() != "highest"
 
 
-def matmul_peak_by_name(spec: DeviceSpec, dtype: str, tf32: bool) -> float | None:
-    """The matmul roof of ``spec`` for dtype name ``dtype`` ("float32" in TF32 mode on a CUDA row
-    that has a TF32 figure uses it), or None. Works on name- and torch.dtype-keyed rows alike;
-    same rule as :func:`inductor_perf.devices.matmul_peak_tflops`."""
-    peaks = _by_name(spec.peak_tflops)
-    if dtype == F32 and tf32 and spec.device_type == "cuda" and TF32 in peaks:
+def _roofs(spec: Any, attr: str) -> Mapping[PeakKey, float]:
+    """``spec``'s peak map ``attr``; a duck-typed device's torch.dtype keys become names."""
+    peaks = getattr(spec, attr)
+    return peaks if isinstance(spec, DeviceSpec) else {dtype_name(k): v for k, v in peaks.items()}
+
+
+def matmul_peak_tflops(spec: DeviceSpec, dtype: Union["torch.dtype", str], *,
+                       tf32: bool | None = None) -> float | None:
+    """The matmul roof for ``dtype`` (a name or a torch.dtype); None when the row has no figure.
+
+    float32 on a CUDA row with a TF32 figure uses it when ``tf32`` is true; ``tf32=None`` asks this
+    process's switches (:func:`tf32_enabled`). Offline analysis of a trace recorded elsewhere should
+    pass ``tf32`` as it was at capture time, since this process's switches say nothing about that run.
+
+    >>> matmul_peak_tflops(lookup("NVIDIA H100 80GB HBM3"), "float32", tf32=True)
+    494.5
+    """
+    name = dtype_name(dtype)
+    peaks = _roofs(spec, "peak_tflops")
+    if name == F32 and spec.device_type == "cuda" and TF32 in peaks and (
+            tf32_enabled() if tf32 is None else tf32):
         return peaks[TF32]
-    return peaks.get(dtype)
+    return peaks.get(name)
 
 
-def vector_peak_by_name(spec: DeviceSpec, dtype: str) -> float | None:
-    """The non-matmul roof of ``spec`` for dtype name ``dtype``; same rule as
-    :func:`inductor_perf.devices.vector_peak_tflops` (own vector peak, float64 matmul peak for
-    float64, else the float32 vector roof, else the float32 peak)."""
-    vector = _by_name(spec.vector_tflops)
-    v = vector.get(dtype)
+def vector_peak_tflops(spec: DeviceSpec, dtype: Union["torch.dtype", str]) -> float | None:
+    """The roof for non-matmul work in ``dtype`` (a name or a torch.dtype): its vector
+    (non-tensor-core) peak when the row has one, the float64 matmul peak for float64, else the
+    float32 vector roof (Inductor computes elementwise low-precision math in float32), else the
+    float32 peak."""
+    name = dtype_name(dtype)
+    vector = _roofs(spec, "vector_tflops")
+    v = vector.get(name)
     if v is not None:
         return v
-    peaks = _by_name(spec.peak_tflops)
-    if dtype == F64:
+    peaks = _roofs(spec, "peak_tflops")
+    if name == F64:
         return peaks.get(F64)
     return vector.get(F32, peaks.get(F32))

@@ -1,16 +1,15 @@
-"""The device table: dense peak throughput per dtype and memory bandwidth, with sources.
+"""Which peaks to use: the public :class:`DeviceSpec` lookup, user overrides and :func:`resolve_device`.
 
 Three ways to a :class:`DeviceSpec`, in the order :func:`resolve_device` prefers them:
 
 1. a user override (``options=`` dict, or a JSON/TOML file named by ``INDUCTOR_PERF_DEVICE_FILE``);
 2. a calibration measured on this machine (:mod:`inductor_perf.calibrate`, cached per machine);
-3. the datasheet row for the GPU's reported name (:func:`lookup_device`), or, on CPU, peaks computed
-   from the ISA, the clock and the threads torch uses (:func:`cpu_spec_from_cpuinfo`).
+3. the datasheet row for the GPU's reported name (:func:`lookup_device`, the rows of
+   :mod:`inductor_perf.device_table`), or, on CPU, peaks computed from the ISA, the clock and the
+   threads torch uses (:mod:`inductor_perf.cpu_peaks`).
 
-Peaks are DENSE. Where a vendor published a figure only "with sparsity" (2:4 structured), the row
-stores half of it and names the dtype in ``sparse_halved``. TF32 is not a torch dtype; its key is
-the string :data:`TF32`. The datasheet rows and the name lookup live, torch-free and keyed by dtype
-name, in :mod:`inductor_perf.device_table`; this module keys them by ``torch.dtype``.
+Peaks are DENSE and keyed by dtype name ("bfloat16"; TF32's key is the string :data:`TF32`);
+:func:`matmul_peak_tflops` and :func:`vector_peak_tflops` take a name or a ``torch.dtype``.
 docs/devices.md lists the sources and the rules.
 """
 
@@ -21,303 +20,24 @@ import json
 import logging
 import math
 import os
-import re
 import threading
 from types import MappingProxyType
 from typing import Any, Mapping
 
 import torch
 
-from . import config
-from . import device_table as _table
-from .device_table import (PEAK_SOURCES, TF32, DeviceSpec, PeakKey, _peaks, _tokens, dtype_name)
-from .device_table import _ALIASES, _GFX_ARCH, _parse_name, _warned  # noqa: F401  (re-exported for tests)
+from . import calibrate, config
+from .cpu_peaks import cpu_model_name, current_cpu_spec
+from .device_table import (BF16, DEVICE_TABLE, F16, F32, I8, PEAK_SOURCES, TF32, DeviceSpec,  # noqa: F401
+                           PeakKey, _peaks, _tokens, dtype_name, matmul_peak_tflops, tf32_enabled,
+                           vector_peak_tflops)
+from .device_table import lookup as lookup_device
 from .errors import DeviceSpecError
 
 log = logging.getLogger(__name__)
 
 __all__ = ["PEAK_SOURCES", "TF32", "DeviceSpec", "PeakKey", "dtype_name", "DEVICE_TABLE", "lookup_device",
-           "matmul_peak_tflops", "vector_peak_tflops", "resolve_device"]
-
-F64, F32, BF16, F16, I8 = torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.int8
-E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
-E4M3FNUZ, E5M2FNUZ = torch.float8_e4m3fnuz, torch.float8_e5m2fnuz
-
-
-def _torch_key(key: PeakKey) -> PeakKey:
-    """torch.bfloat16 for "bfloat16"; TF32 (and torch dtypes) unchanged."""
-    if key == TF32 or not isinstance(key, str):
-        return key
-    value = getattr(torch, key, None)
-    assert isinstance(value, torch.dtype), f"device table: {key!r} is not a torch dtype name"
-    return value
-
-
-def _with_torch_keys(row: DeviceSpec) -> DeviceSpec:
-    """``row`` with its dtype-name keys replaced by torch dtypes."""
-    return dataclasses.replace(
-        row, peak_tflops=_peaks(*((_torch_key(k), v) for k, v in row.peak_tflops.items())),
-        vector_tflops=_peaks(*((_torch_key(k), v) for k, v in row.vector_tflops.items())),
-        sparse_halved=tuple(_torch_key(k) for k in row.sparse_halved))
-
-
-DEVICE_TABLE: tuple[DeviceSpec, ...] = tuple(_with_torch_keys(r) for r in _table.DEVICE_TABLE)
-
-_BY_NAME: Mapping[str, DeviceSpec] = MappingProxyType({d.name.casefold(): d for d in DEVICE_TABLE})
-assert len(_BY_NAME) == len(DEVICE_TABLE), "duplicate device row names"
-
-
-def lookup_device(name: str) -> DeviceSpec | None:
-    """The datasheet row for a name a device reports, or None (logged once per name).
-
-    Accepts ``torch.cuda.get_device_name()`` strings ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB",
-    "Tesla V100-SXM2-16GB", "AMD Instinct MI300X"), ROCm ``gcnArchName`` ("gfx942:sramecc+:xnack-"),
-    and the table's own row names. Peaks are keyed by ``torch.dtype`` (and :data:`TF32`).
-
-    >>> lookup_device("NVIDIA H100 NVL").name
-    'NVIDIA H100 NVL'
-    >>> lookup_device("NVIDIA GB200") is None
-    True
-    """
-    row = _table.lookup(name)
-    return None if row is None else _BY_NAME[row.name.casefold()]
-
-
-# --------------------------------------------------------------------------------------------
-# TF32 and vector roofs
-# --------------------------------------------------------------------------------------------
-def tf32_enabled() -> bool:
-    """True when float32 CUDA matmuls may run in TF32 (either torch switch allows it)."""
-    try:
-        if torch.backends.cuda.matmul.allow_tf32:
-            return True
-    except Exception:  # pragma: no cover - API moved; the precision setting below still answers
-        pass
-    return torch.get_float32_matmul_precision() != "highest"
-
-
-def matmul_peak_tflops(spec: DeviceSpec, dtype: torch.dtype, *, tf32: bool | None = None) -> float | None:
-    """The matmul roof for ``dtype`` (None when the row has no figure for it).
-
-    float32 on a CUDA device with TF32 allowed (``torch.backends.cuda.matmul.allow_tf32`` or
-    ``torch.get_float32_matmul_precision() != "highest"``) uses the row's TF32 peak. Offline
-    analysis of a trace recorded elsewhere should pass ``tf32`` as it was at capture time, since
-    this process's switches say nothing about that run.
-    """
-    if dtype == F32 and spec.device_type == "cuda" and TF32 in spec.peak_tflops and (
-            tf32_enabled() if tf32 is None else tf32):
-        return spec.peak_tflops[TF32]
-    return spec.peak_tflops.get(dtype)
-
-
-def vector_peak_tflops(spec: DeviceSpec, dtype: torch.dtype) -> float | None:
-    """The roof for non-matmul work in ``dtype``: its vector (non-tensor-core) peak when the row
-    has one, else the float32 vector roof (Inductor computes elementwise low-precision math in
-    float32), else the float32 peak."""
-    v = spec.vector_tflops.get(dtype)
-    if v is not None:
-        return v
-    if dtype == F64:
-        return spec.peak_tflops.get(F64)
-    return spec.vector_tflops.get(F32, spec.peak_tflops.get(F32))
-
-
-# --------------------------------------------------------------------------------------------
-# CPU peaks from /proc/cpuinfo
-# --------------------------------------------------------------------------------------------
-# Rough stand-in for DRAM bandwidth when nothing better is known: ~8 GB/s per core in use sits
-# between a desktop (2 channels DDR4-3200 = 51 GB/s for 6-8 cores) and a server socket (8-12
-# channels DDR5 for 32-96 cores). `inductor-perf calibrate` replaces it with a measurement.
-CPU_BANDWIDTH_GBS_PER_CORE_ESTIMATE = 8.0
-
-
-def _cpuinfo_blocks(text: str) -> list[dict[str, str]]:
-    blocks: list[dict[str, str]] = []
-    cur: dict[str, str] = {}
-    for line in text.splitlines():
-        if not line.strip():
-            if cur:
-                blocks.append(cur)
-                cur = {}
-            continue
-        key, sep, value = line.partition(":")
-        if sep:
-            cur.setdefault(key.strip().lower(), value.strip())
-    if cur:
-        blocks.append(cur)
-    return blocks
-
-
-def _fma_units_heuristic(vendor: str, family: int | None, model_name: str, width: int) -> int:
-    """FMA pipes per core for the widest vector width (see docs/devices.md, 'CPU formula')."""
-    if width == 512:
-        if vendor == "amd":
-            # Zen 4 executes 512-bit ops on two 256-bit pipes (= one 512-bit FMA per cycle);
-            # Zen 5 (family 0x1A) has full 512-bit datapaths, two of them.
-            return 2 if family is not None and family >= 26 else 1
-        if "xeon" in model_name.lower():
-            # Skylake/Cascade Lake Bronze, Silver and Gold 5100/5200 have one 512-bit FMA.
-            if re.search(r"bronze|silver|gold\s+5[12]\d\d", model_name, re.I):
-                return 1
-            return 2
-        return 1  # client cores with AVX-512 (Ice/Tiger/Rocket Lake): port 0+1 fused
-    return 2  # AVX2-era cores (Haswell+, Zen 1-3) and NEON cores: two FMA pipes
-
-
-def cpu_spec_from_cpuinfo(text: str, threads: int, *, max_freq_khz: float | None = None,
-                          fma_units: int | None = None,
-                          mem_bandwidth_gbs: float | None = None) -> DeviceSpec:
-    """Peaks of this CPU computed from a /proc/cpuinfo text (peak_source "computed").
-
-    peak = FMA units × lanes × 2 FLOP × GHz × cores used, cores used = min(``threads``, physical
-    cores). The clock is ``max_freq_khz`` (cpufreq's cpuinfo_max_freq) when given, else the highest
-    "cpu MHz". bf16/fp16/int8 use AMX, AVX512_BF16/AVX512_FP16/VNNI rates where the flags say so.
-
-    >>> spec = cpu_spec_from_cpuinfo("processor: 0\\nvendor_id: GenuineIntel\\nflags: avx2 fma\\n"
-    ...                              "cpu MHz: 2000\\n", threads=1)
-    >>> spec.peak_tflops[torch.float32] * 1e3  # 2 units x 8 lanes x 2 x 2 GHz = 64 GFLOP/s
-    64.0
-    """
-    if not isinstance(threads, int) or threads < 1:
-        raise DeviceSpecError(f"threads: expected an integer >= 1, got {threads!r}")
-    blocks = [b for b in _cpuinfo_blocks(text) if b]
-    if not blocks:
-        raise DeviceSpecError("cpuinfo text has no 'key : value' lines; expected /proc/cpuinfo contents")
-    first = blocks[0]
-    vendor_id = first.get("vendor_id", "")
-    vendor = ("intel" if "Intel" in vendor_id else "amd" if "AMD" in vendor_id
-              else "arm" if ("features" in first or "cpu implementer" in first) else "unknown")
-    model_name = first.get("model name") or first.get("cpu model") or first.get("hardware") or (
-        f"Arm CPU (implementer {first['cpu implementer']}, part {first.get('cpu part', '?')})"
-        if "cpu implementer" in first else "unknown CPU")
-    try:
-        family: int | None = int(first.get("cpu family", ""))
-    except ValueError:
-        family = None
-    flags = set((first.get("flags") or first.get("features") or "").split())
-
-    cores = {(b.get("physical id", "0"), b["core id"]) for b in blocks if "core id" in b}
-    n_proc = sum(1 for b in blocks if "processor" in b) or len(blocks)
-    physical = len(cores) if cores else n_proc
-    used = min(threads, physical)
-
-    if max_freq_khz is not None and max_freq_khz > 0:
-        ghz: float | None = max_freq_khz / 1e6
-        clock_src = "cpuinfo_max_freq"
-    else:
-        mhz = []
-        for b in blocks:
-            try:
-                mhz.append(float(b.get("cpu mhz", "")))
-            except ValueError:
-                pass
-        m = re.search(r"@\s*([\d.]+)\s*GHz", model_name)
-        ghz = max(mhz) / 1e3 if mhz else float(m.group(1)) if m else None
-        clock_src = "cpu MHz" if mhz else "model name" if m else "unknown"
-
-    if "avx512f" in flags:
-        width, isa = 512, "AVX-512"
-    elif "avx2" in flags or "avx" in flags:
-        width, isa = 256, "AVX2" if "avx2" in flags else "AVX"
-    elif "asimd" in flags or "neon" in flags:
-        width, isa = 128, "NEON"
-    else:
-        width, isa = 128, "SSE"
-    has_fma = "fma" in flags or "avx512f" in flags or isa == "NEON"
-    units = fma_units if fma_units is not None else _fma_units_heuristic(vendor, family, model_name, width)
-    if units < 1:
-        raise DeviceSpecError(f"fma_units: expected an integer >= 1, got {units!r}")
-    f32_lanes = width // 32
-    # FLOP per cycle per core; without FMA a separate add and multiply pipe give the same 2 FLOP/lane.
-    f32_cycle = units * f32_lanes * 2 if has_fma else f32_lanes * 2
-
-    pairs: list[tuple[PeakKey, float]] = []
-    vec: list[tuple[PeakKey, float]] = []
-    note_parts = [f"{isa}, {units} FMA unit(s)/core, {used} core(s) used of {physical} "
-                  f"(threads={threads}), clock from {clock_src}"]
-    if ghz is not None and ghz > 0:
-        scale = ghz * 1e9 * used / 1e12  # cycles/s × cores → TFLOP/s per FLOP/cycle
-        f32 = f32_cycle * scale
-        pairs += [(F64, f32 / 2), (F32, f32)]
-        vec += [(F64, f32 / 2), (F32, f32)]
-        if "amx_bf16" in flags:
-            bf16_cycle, bf16_src = 1024, "AMX"  # Intel: 1024 BF16 FLOP/cycle/core on the TMUL
-        elif "avx512_bf16" in flags:
-            bf16_cycle, bf16_src = 2 * f32_cycle, "AVX512_BF16"  # dot-product of bf16 pairs
-        else:
-            bf16_cycle, bf16_src = f32_cycle, "fp32 rate (converted)"
-        if "amx_fp16" in flags:
-            f16_cycle, f16_src = 1024, "AMX-FP16"
-        elif "avx512_fp16" in flags:
-            f16_cycle, f16_src = 2 * f32_cycle, "AVX512_FP16"
-        else:
-            f16_cycle, f16_src = f32_cycle, "fp32 rate (converted)"
-        pairs += [(BF16, bf16_cycle * scale), (F16, f16_cycle * scale)]
-        note_parts.append(f"bf16 via {bf16_src}, fp16 via {f16_src}")
-        if "amx_int8" in flags:
-            pairs.append((I8, 2048 * scale))  # 2048 INT8 ops/cycle/core
-            note_parts.append("int8 via AMX")
-        elif "avx512_vnni" in flags and width == 512:
-            pairs.append((I8, units * 64 * 2 * scale))  # vpdpbusd: 64 u8×s8 MACs per 512-bit op
-            note_parts.append("int8 via AVX512_VNNI")
-        elif "avx_vnni" in flags:
-            pairs.append((I8, units * 32 * 2 * scale))
-            note_parts.append("int8 via AVX-VNNI")
-    else:
-        note_parts.append("clock unknown: no peaks")
-    if mem_bandwidth_gbs is None:
-        bw = CPU_BANDWIDTH_GBS_PER_CORE_ESTIMATE * used
-        note_parts.append(f"bandwidth ESTIMATED at {CPU_BANDWIDTH_GBS_PER_CORE_ESTIMATE:g} GB/s per core "
-                          "(run `inductor-perf calibrate`)")
-    else:
-        bw = float(mem_bandwidth_gbs)
-    name = f"{model_name} ({used} core{'s' if used != 1 else ''}"
-    name += f" @ {ghz:.2f} GHz)" if ghz else ")"
-    return DeviceSpec(name=name, vendor=vendor, device_type="cpu", peak_tflops=_peaks(*pairs),
-                      vector_tflops=_peaks(*vec), mem_bandwidth_gbs=bw, mem_gb=None,
-                      source_url="/proc/cpuinfo", source_note="; ".join(note_parts),
-                      peak_source="computed")
-
-
-def read_cpuinfo() -> str:
-    """/proc/cpuinfo's text ("" where there is none, e.g. macOS)."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
-def read_max_freq_khz() -> float | None:
-    """cpufreq's cpuinfo_max_freq of cpu0 in kHz, or None where the VM does not expose it."""
-    try:
-        with open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq", encoding="ascii") as f:
-            return float(f.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def cpu_model_name(cpuinfo: str | None = None) -> str:
-    """The CPU's model name from cpuinfo (used as part of the calibration cache key)."""
-    blocks = _cpuinfo_blocks(read_cpuinfo() if cpuinfo is None else cpuinfo)
-    if blocks:
-        for key in ("model name", "cpu model", "hardware"):
-            if blocks[0].get(key):
-                return blocks[0][key]
-    import platform
-
-    return platform.processor() or platform.machine() or "unknown CPU"
-
-
-def current_cpu_spec(threads: int | None = None) -> DeviceSpec:
-    """The computed spec of this machine's CPU for the threads torch uses now."""
-    threads = torch.get_num_threads() if threads is None else threads
-    text = read_cpuinfo()
-    if not text.strip():
-        import platform
-
-        text = f"processor: 0\nmodel name: {platform.processor() or platform.machine()}\n"
-    return cpu_spec_from_cpuinfo(text, threads, max_freq_khz=read_max_freq_khz())
+           "matmul_peak_tflops", "vector_peak_tflops", "tf32_enabled", "resolve_device"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -328,12 +48,12 @@ _OVERRIDE_KEYS = ("name", "base", "match", "vendor", "device_type", "peak_tflops
 
 
 def _dtype_from_name(name: Any, where: str) -> PeakKey:
+    """A user's peak key (a torch dtype name, :data:`TF32`, or a torch.dtype) as a dtype name."""
     if name == TF32:
         return TF32
-    if isinstance(name, str):
-        value = getattr(torch, name, None)
-        if isinstance(value, torch.dtype):
-            return value
+    if isinstance(name, (str, torch.dtype)):
+        if isinstance(getattr(torch, dtype_name(name), None), torch.dtype):
+            return dtype_name(name)
     raise DeviceSpecError(f"{where}: unknown dtype name {name!r}; expected a torch dtype name such as "
                           "'float32', 'bfloat16', 'float16', 'float8_e4m3fn', 'int8', or 'tf32'")
 
@@ -546,8 +266,6 @@ def resolve_device(device_type: str = "cpu", index: int = 0, override: object | 
 
 
 def _resolve_uncached(device_type: str, index: int, override: object | None) -> DeviceSpec | None:
-    from . import calibrate
-
     name = _reported_name(device_type, index) if device_type != "cpu" else None
     if override is not None:
         return parse_device_override(override, name)
@@ -564,8 +282,37 @@ def _resolve_uncached(device_type: str, index: int, override: object | None) -> 
         cache_key = calibrate.machine_key(device_type, index)
     measured = calibrate.load_cached(cache_key)
     if measured is not None:
-        return calibrate.apply_measurement(base, measured)
+        return apply_measurement(base, measured)
     return base
+
+
+def apply_measurement(base: DeviceSpec | None, m: calibrate.Measurement) -> DeviceSpec:
+    """``base`` (or nothing) with the measured roofs of ``m``; peak_source "measured".
+
+    Measured dtypes replace their peaks; other dtypes keep the base's (datasheet/computed) peaks
+    and the source_note says which are which.
+    """
+    measured: dict[PeakKey, float] = {}
+    for name, value in m.gemm_tflops.items():
+        if isinstance(getattr(torch, name, None), torch.dtype) and value > 0:
+            measured[name] = value
+    kept = {} if base is None else {k: v for k, v in base.peak_tflops.items() if k not in measured}
+    note = (f"measured {', '.join(sorted(m.gemm_tflops))} GEMM and copy bandwidth at {m.measured_at} "
+            f"({m.seconds:.1f} s budget)")
+    if kept:
+        note += f"; {', '.join(sorted(kept))} from {base.peak_source}"
+    vector = dict(base.vector_tflops) if base is not None else {}
+    if F32 in measured:
+        # The measured fp32 GEMM rate is also the best vector roof evidence we have.
+        vector[F32] = max(vector.get(F32, 0.0), measured[F32])
+    return DeviceSpec(
+        name=base.name if base is not None else str(m.key.get("model", "unknown device")),
+        vendor=base.vendor if base is not None else "unknown",
+        peak_tflops=_peaks(*{**kept, **measured}.items()), vector_tflops=_peaks(*vector.items()),
+        mem_bandwidth_gbs=m.mem_bandwidth_gbs, mem_gb=base.mem_gb if base is not None else None,
+        source_url=f"calibration cache ({calibrate.cache_path(m.key).name})", source_note=note,
+        sparse_halved=(), peak_source="measured",
+        device_type=str(m.key.get("device_type", base.device_type if base is not None else "cpu")))
 
 
 def table_rows() -> tuple[DeviceSpec, ...]:

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import logging
 import math
 import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
@@ -104,6 +105,58 @@ def node_module_path(node: torch.fx.Node) -> str | None:
         return named
     path = last[0] if isinstance(last, tuple) else str(last)
     return normalize_module_path(path)
+
+
+# A Dynamo graph input that holds a module's parameter or buffer, by its source name:
+# L['self']._modules['layer1']._modules['0']._parameters['weight'] -> ("layer1.0", "weight").
+_PARAM_SOURCE = re.compile(r"^L\[['\"][^'\"]+['\"]\]((?:\._modules\[['\"][^'\"]+['\"]\])*)"
+                           r"\._(?:parameters|buffers)\[['\"]([^'\"]+)['\"]\]$")
+
+
+def parameter_names(gm: torch.fx.GraphModule) -> dict[int | str, str]:
+    """Qualified names (``layer1.0.weight``) of the parameters and buffers a Dynamo graph takes.
+
+    Keyed as AOTAutograd's input descriptors name them: by placeholder index (``PlainAOTInput.idx``;
+    Dynamo passes inlined modules' parameters as inputs) and by graph attribute (``ParamAOTInput``/
+    ``BufferAOTInput.target``, for modules Dynamo did not inline). Never raises, so tagging cannot
+    break a compile: when the sources cannot be read, one warning, and no names.
+    """
+    names: dict[int | str, str] = {}
+    try:
+        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+        for i, node in enumerate(placeholders):
+            source = getattr(node.meta.get("grapharg"), "source", None)
+            text = getattr(source, "name", None)
+            text = text() if callable(text) else text  # a method in older torch, a property in 2.13
+            m = _PARAM_SOURCE.match(text) if isinstance(text, str) else None
+            if m:
+                names[i] = ".".join([*_MODULES_ITEM.findall(m.group(1)), m.group(2)])
+        for flat, fqn in (gm.meta.get("dynamo_flat_name_to_original_fqn") or {}).items():
+            names[str(flat)] = str(fqn)
+    except Exception as e:
+        _warn_no_parameter_names(f"{type(e).__name__}: {e}")
+        return {}
+    return names
+
+
+@functools.lru_cache(maxsize=1)
+def _warn_no_parameter_names(why: str) -> None:
+    # lru_cache(maxsize=1) logs the first failure, and a different one only when it changes.
+    log.warning("inductor_perf: cannot read the parameter names of Dynamo's graph inputs (%s); "
+                "kernels that read only parameters get no module or source", why)
+
+
+def _parameter_of(node: torch.fx.Node, names: Mapping[int | str, str]) -> str | None:
+    """The qualified name of the parameter or buffer an AOT graph placeholder holds, or None."""
+    if node.op != "placeholder" or not names:
+        return None
+    desc = node.meta.get("desc")
+    kind = type(desc).__name__
+    if kind == "PlainAOTInput":
+        return names.get(getattr(desc, "idx", None))  # type: ignore[arg-type]
+    if kind in ("ParamAOTInput", "BufferAOTInput"):
+        return names.get(getattr(desc, "target", None))  # type: ignore[arg-type]
+    return None
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -240,6 +293,8 @@ class TagCollector:
     pending: list[_Pending] = field(default_factory=list)
     error: BaseException | None = None
     profiler_graph_id: int | None = None
+    # Qualified names of the parameters/buffers among the graph's inputs (:func:`parameter_names`).
+    param_names: Mapping[int | str, str] = field(default_factory=dict)
 
     # Called by the hook, for every kernel call site, in call order.
     def on_kernel(self, node_schedule: Any, kernel_name: str, is_extern: bool) -> None:
@@ -353,8 +408,7 @@ class TagCollector:
         tags = []
         for i, p in enumerate(pending):
             infos = tuple(node_info(n) for n in p.nodes)
-            lead = _lead_node(p.nodes)
-            stack = lead.meta.get("stack_trace") if lead is not None else None
+            module_path, source, stack = _attribution(p.nodes, self.param_names)
             tags.append(KernelTag(
                 graph_id=self.graph_id,
                 is_backward=self.is_backward,
@@ -366,9 +420,9 @@ class TagCollector:
                 matmul_flops=costs.to_quantity(p.matmul_flops),
                 bytes_read=costs.to_quantity(p.bytes_read),
                 bytes_written=costs.to_quantity(p.bytes_written),
-                source=innermost_frame(stack),
+                source=source,
                 stack_trace=stack,
-                module_path=node_module_path(lead) if lead is not None else None,
+                module_path=module_path,
                 profiler_name=p.profiler_name,
                 device=p.device,
                 op=p.op,
@@ -391,6 +445,25 @@ def _drop_repeated_pass(pending: list[_Pending]) -> list[_Pending]:
     if not repeated:
         return pending
     return [p for g in seqs if id(g[0]) not in repeated for p in g]
+
+
+def _attribution(nodes: Sequence[torch.fx.Node],
+                 param_names: Mapping[int | str, str]) -> tuple[str | None, str | None, str | None]:
+    """(module path, source, stack trace) of a kernel: the one rule for where a kernel belongs.
+
+    A kernel of computed nodes belongs where its :func:`_lead_node` came from. A kernel that reads
+    only graph inputs (Inductor's weight-layout copies: its nodes are placeholders, which carry no
+    module or stack) belongs to the module owning the first parameter or buffer among them, and
+    its source is that parameter's qualified name (``layer1.conv1.weight``).
+    """
+    if nodes and all(n.op == "placeholder" for n in nodes):
+        for n in nodes:
+            param = _parameter_of(n, param_names)
+            if param is not None:
+                return param.rpartition(".")[0], param, None
+    lead = _lead_node(nodes)
+    stack = lead.meta.get("stack_trace") if lead is not None else None
+    return (node_module_path(lead) if lead is not None else None), innermost_frame(stack), stack
 
 
 def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:

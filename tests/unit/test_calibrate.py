@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from inductor_perf import calibrate, devices
+from inductor_perf.cpu_peaks import cpu_spec_from_cpuinfo
 
 
 @pytest.fixture
@@ -40,6 +41,7 @@ def test_calibrate_quick_and_cache_roundtrip(cache):
 
     path = calibrate.save(m)
     assert path.parent == cache and path.exists()
+    assert list(cache.iterdir()) == [path]  # written atomically: no temporary file left beside it
     json.loads(path.read_text())  # strict JSON
     back = calibrate.load_cached(calibrate.machine_key("cpu"))
     assert back is not None and back.gemm_tflops == dict(m.gemm_tflops)
@@ -47,7 +49,7 @@ def test_calibrate_quick_and_cache_roundtrip(cache):
 
     spec = devices.resolve_device("cpu", use_cache=False)
     assert spec.peak_source == "measured"
-    assert spec.peak_tflops[torch.float32] == pytest.approx(m.gemm_tflops["float32"])
+    assert spec.peak_tflops["float32"] == pytest.approx(m.gemm_tflops["float32"])
     assert spec.mem_bandwidth_gbs == pytest.approx(m.mem_bandwidth_gbs)
 
 
@@ -71,15 +73,15 @@ def test_unreadable_cache_is_ignored(cache, caplog):
 
 
 def test_apply_measurement_keeps_unmeasured_dtypes():
-    base = devices.cpu_spec_from_cpuinfo(
+    base = cpu_spec_from_cpuinfo(
         "processor: 0\nvendor_id: GenuineIntel\nflags: avx2 fma avx_vnni\ncpu MHz: 1000\ncore id: 0\n", threads=1)
     # hand arithmetic: 2 x 8 x 2 x 1 GHz = 32 GFLOP/s fp32; avx_vnni int8 2 x 64 x 1 GHz = 128 GOPS
-    assert base.peak_tflops[torch.float32] == pytest.approx(0.032)
+    assert base.peak_tflops["float32"] == pytest.approx(0.032)
     m = calibrate.Measurement(key={"device_type": "cpu", "model": "x"}, gemm_tflops={"float32": 0.02},
                               mem_bandwidth_gbs=12.5, seconds=1.0, measured_at="t")
-    spec = calibrate.apply_measurement(base, m)
-    assert spec.peak_source == "measured" and spec.peak_tflops[torch.float32] == 0.02
-    assert spec.peak_tflops[torch.int8] == pytest.approx(0.128)
+    spec = devices.apply_measurement(base, m)
+    assert spec.peak_source == "measured" and spec.peak_tflops["float32"] == 0.02
+    assert spec.peak_tflops["int8"] == pytest.approx(0.128)
     assert spec.mem_bandwidth_gbs == 12.5 and "int8" in spec.source_note
 
 

@@ -14,7 +14,8 @@ import pytest
 import torch
 
 from inductor_perf import devices
-from inductor_perf.devices import TF32, DeviceSpec, cpu_spec_from_cpuinfo, lookup_device
+from inductor_perf.cpu_peaks import cpu_spec_from_cpuinfo
+from inductor_perf.devices import TF32, DeviceSpec, lookup_device
 from inductor_perf.errors import DeviceSpecError
 
 CPUINFO = Path(__file__).parent.parent / "fixtures" / "cpuinfo"
@@ -47,7 +48,7 @@ def test_every_row_is_immutable_and_built_through_peaks():
     for r in devices.DEVICE_TABLE:
         assert type(r.peak_tflops).__name__ == "mappingproxy", r.name
         with pytest.raises(TypeError):
-            r.peak_tflops[torch.float32] = 1.0  # type: ignore[index]
+            r.peak_tflops["float32"] = 1.0  # type: ignore[index]
 
 
 REQUIRED = {
@@ -89,7 +90,7 @@ def test_table_has_every_required_row_and_its_dtypes():
     names = {r.name for r in devices.DEVICE_TABLE}
     assert set(REQUIRED) <= names
     for name, dtypes in REQUIRED.items():
-        missing = dtypes - set(_row(name).peak_tflops)
+        missing = {devices.dtype_name(d) for d in dtypes} - set(_row(name).peak_tflops)
         assert not missing, f"{name} lacks {missing}"
 
 
@@ -101,34 +102,34 @@ def test_every_row_is_sane():
         assert r.mem_bandwidth_gbs > 0 and (r.mem_gb is None or r.mem_gb > 0)
         assert set(r.sparse_halved) <= set(r.peak_tflops), r.name
         # Dense tensor-core bf16/fp16 is never below the fp32 vector rate on these parts.
-        if torch.bfloat16 in r.peak_tflops:
-            assert r.peak_tflops[torch.bfloat16] >= r.peak_tflops[torch.float32], r.name
+        if "bfloat16" in r.peak_tflops:
+            assert r.peak_tflops["bfloat16"] >= r.peak_tflops["float32"], r.name
 
 
 def test_upstream_wrong_values_do_not_reappear():
     h100 = _row("NVIDIA H100 SXM")
     # H100 datasheet: BF16 1,979 TFLOPS "with sparsity" -> dense 989.5 (upstream lists 1979)
-    assert h100.peak_tflops[torch.bfloat16] == pytest.approx(989.5)
-    assert h100.peak_tflops[torch.float16] == pytest.approx(989.5)
+    assert h100.peak_tflops["bfloat16"] == pytest.approx(989.5)
+    assert h100.peak_tflops["float16"] == pytest.approx(989.5)
     assert h100.peak_tflops[TF32] == pytest.approx(494.5)
-    assert h100.peak_tflops[torch.float8_e4m3fn] == pytest.approx(1979)  # upstream omits e4m3fn
-    assert h100.peak_tflops[torch.float32] == pytest.approx(67)
-    assert torch.bfloat16 in h100.sparse_halved
+    assert h100.peak_tflops["float8_e4m3fn"] == pytest.approx(1979)  # upstream omits e4m3fn
+    assert h100.peak_tflops["float32"] == pytest.approx(67)
+    assert "bfloat16" in h100.sparse_halved
     assert h100.mem_bandwidth_gbs == pytest.approx(3350)
     # L4 product page: 300 GB/s (upstream: 3350)
     assert _row("NVIDIA L4").mem_bandwidth_gbs == pytest.approx(300)
     # L4: BF16 242 TFLOPS with sparsity -> 121 dense
-    assert _row("NVIDIA L4").peak_tflops[torch.bfloat16] == pytest.approx(121)
+    assert _row("NVIDIA L4").peak_tflops["bfloat16"] == pytest.approx(121)
 
 
 def test_datasheet_spot_checks():
     a100 = _row("NVIDIA A100 SXM4 80GB")
-    assert a100.peak_tflops[torch.bfloat16] == 312 and a100.peak_tflops[TF32] == 156
+    assert a100.peak_tflops["bfloat16"] == 312 and a100.peak_tflops[TF32] == 156
     assert a100.mem_bandwidth_gbs == 2039 and _row("NVIDIA A100 PCIe 80GB").mem_bandwidth_gbs == 1935
-    assert _row("NVIDIA H100 NVL").peak_tflops[torch.bfloat16] == pytest.approx(1671 / 2)
-    assert _row("AMD Instinct MI300X").peak_tflops[torch.bfloat16] == pytest.approx(1307.4)
-    assert _row("NVIDIA GeForce RTX 4090").peak_tflops[torch.bfloat16] == pytest.approx(165.2)
-    assert _row("NVIDIA B200").peak_tflops[torch.bfloat16] == pytest.approx(2250)
+    assert _row("NVIDIA H100 NVL").peak_tflops["bfloat16"] == pytest.approx(1671 / 2)
+    assert _row("AMD Instinct MI300X").peak_tflops["bfloat16"] == pytest.approx(1307.4)
+    assert _row("NVIDIA GeForce RTX 4090").peak_tflops["bfloat16"] == pytest.approx(165.2)
+    assert _row("NVIDIA B200").peak_tflops["bfloat16"] == pytest.approx(2250)
     assert _row("NVIDIA H200 SXM").mem_bandwidth_gbs == 4800
 
 
@@ -235,7 +236,7 @@ def test_matmul_peak_follows_tf32_switches(restore_precision):
 def test_tf32_never_applies_to_cpu_or_rows_without_tf32(restore_precision):
     torch.set_float32_matmul_precision("high")
     cpu = cpu_spec_from_cpuinfo(_cpuinfo("amd_epyc_7763_zen3.txt"), threads=8)
-    assert devices.matmul_peak_tflops(cpu, torch.float32) == cpu.peak_tflops[torch.float32]
+    assert devices.matmul_peak_tflops(cpu, torch.float32) == cpu.peak_tflops["float32"]
     mi350 = _row("AMD Instinct MI350X")  # CDNA4: no TF32 hardware
     assert devices.matmul_peak_tflops(mi350, torch.float32) == pytest.approx(144.2)
     v100 = _row("NVIDIA V100 SXM2")
@@ -246,11 +247,11 @@ def test_tf32_never_applies_to_cpu_or_rows_without_tf32(restore_precision):
 def test_cpu_skylake_avx512_two_fma_units():
     # Gold 6148: AVX-512, 2 FMA units: 2 units x 16 fp32 lanes x 2 FLOP x 2.4 GHz x 2 cores
     spec = cpu_spec_from_cpuinfo(_cpuinfo("intel_xeon_gold6148_skx.txt"), threads=2)
-    assert spec.peak_tflops[torch.float32] == pytest.approx(2 * 16 * 2 * 2.4e9 * 2 / 1e12)  # 0.3072
-    assert spec.peak_tflops[torch.float64] == pytest.approx(2 * 8 * 2 * 2.4e9 * 2 / 1e12)
+    assert spec.peak_tflops["float32"] == pytest.approx(2 * 16 * 2 * 2.4e9 * 2 / 1e12)  # 0.3072
+    assert spec.peak_tflops["float64"] == pytest.approx(2 * 8 * 2 * 2.4e9 * 2 / 1e12)
     # no AVX512_BF16 on Skylake: bf16 runs at the fp32 rate after conversion; no VNNI: no int8 row
-    assert spec.peak_tflops[torch.bfloat16] == pytest.approx(0.3072)
-    assert torch.int8 not in spec.peak_tflops
+    assert spec.peak_tflops["bfloat16"] == pytest.approx(0.3072)
+    assert "int8" not in spec.peak_tflops
     assert spec.peak_source == "computed" and spec.device_type == "cpu" and spec.vendor == "intel"
     # bandwidth estimate: 8 GB/s per core used
     assert spec.mem_bandwidth_gbs == pytest.approx(16.0)
@@ -260,27 +261,27 @@ def test_cpu_skylake_avx512_two_fma_units():
 def test_cpu_threads_beyond_physical_cores_do_not_add_fma_units():
     # The file has 4 logical CPUs on 2 cores (hyperthreads share the FMA units).
     text = _cpuinfo("intel_xeon_gold6148_skx.txt")
-    assert cpu_spec_from_cpuinfo(text, threads=4).peak_tflops[torch.float32] == pytest.approx(0.3072)
-    assert cpu_spec_from_cpuinfo(text, threads=1).peak_tflops[torch.float32] == pytest.approx(0.1536)
+    assert cpu_spec_from_cpuinfo(text, threads=4).peak_tflops["float32"] == pytest.approx(0.3072)
+    assert cpu_spec_from_cpuinfo(text, threads=1).peak_tflops["float32"] == pytest.approx(0.1536)
 
 
 def test_cpu_max_freq_and_fma_unit_overrides():
     text = _cpuinfo("intel_xeon_gold6148_skx.txt")
     # cpuinfo_max_freq 3,700,000 kHz: 64 FLOP/cycle x 3.7 GHz x 2 cores
     spec = cpu_spec_from_cpuinfo(text, threads=2, max_freq_khz=3_700_000)
-    assert spec.peak_tflops[torch.float32] == pytest.approx(64 * 3.7e9 * 2 / 1e12)
+    assert spec.peak_tflops["float32"] == pytest.approx(64 * 3.7e9 * 2 / 1e12)
     spec = cpu_spec_from_cpuinfo(text, threads=2, fma_units=1, mem_bandwidth_gbs=100.0)
-    assert spec.peak_tflops[torch.float32] == pytest.approx(1 * 16 * 2 * 2.4e9 * 2 / 1e12)
+    assert spec.peak_tflops["float32"] == pytest.approx(1 * 16 * 2 * 2.4e9 * 2 / 1e12)
     assert spec.mem_bandwidth_gbs == 100.0
 
 
 def test_cpu_sapphire_rapids_amx():
     spec = cpu_spec_from_cpuinfo(_cpuinfo("intel_xeon_8480_spr_amx.txt"), threads=4)
     ghz_cores = 2.0e9 * 4
-    assert spec.peak_tflops[torch.float32] == pytest.approx(64 * ghz_cores / 1e12)      # 0.512
-    assert spec.peak_tflops[torch.bfloat16] == pytest.approx(1024 * ghz_cores / 1e12)   # AMX: 8.192
-    assert spec.peak_tflops[torch.int8] == pytest.approx(2048 * ghz_cores / 1e12)       # AMX: 16.384
-    assert spec.peak_tflops[torch.float16] == pytest.approx(128 * ghz_cores / 1e12)     # AVX512_FP16
+    assert spec.peak_tflops["float32"] == pytest.approx(64 * ghz_cores / 1e12)      # 0.512
+    assert spec.peak_tflops["bfloat16"] == pytest.approx(1024 * ghz_cores / 1e12)   # AMX: 8.192
+    assert spec.peak_tflops["int8"] == pytest.approx(2048 * ghz_cores / 1e12)       # AMX: 16.384
+    assert spec.peak_tflops["float16"] == pytest.approx(128 * ghz_cores / 1e12)     # AVX512_FP16
     # vector roof for bf16 elementwise stays the fp32 vector rate, not AMX
     assert devices.vector_peak_tflops(spec, torch.bfloat16) == pytest.approx(0.512)
 
@@ -288,16 +289,16 @@ def test_cpu_sapphire_rapids_amx():
 def test_cpu_zen3_avx2():
     spec = cpu_spec_from_cpuinfo(_cpuinfo("amd_epyc_7763_zen3.txt"), threads=8)
     # AVX2 + FMA, 2 units: 2 x 8 lanes x 2 x 2.45 GHz x 8 cores
-    assert spec.peak_tflops[torch.float32] == pytest.approx(2 * 8 * 2 * 2.45e9 * 8 / 1e12)
+    assert spec.peak_tflops["float32"] == pytest.approx(2 * 8 * 2 * 2.45e9 * 8 / 1e12)
     assert spec.vendor == "amd"
 
 
 def test_cpu_zen4_vm_real_cpuinfo():
     spec = cpu_spec_from_cpuinfo(_cpuinfo("amd_epyc_zen4_vm_2vcpu.txt"), threads=2)
     # Zen 4: 512-bit ops on two 256-bit pipes = 1 x 16 lanes x 2 FLOP per cycle; 2.59614 GHz, 2 cores
-    assert spec.peak_tflops[torch.float32] == pytest.approx(32 * 2.59614e9 * 2 / 1e12)
-    assert spec.peak_tflops[torch.bfloat16] == pytest.approx(64 * 2.59614e9 * 2 / 1e12)   # AVX512_BF16
-    assert spec.peak_tflops[torch.int8] == pytest.approx(128 * 2.59614e9 * 2 / 1e12)      # AVX512_VNNI
+    assert spec.peak_tflops["float32"] == pytest.approx(32 * 2.59614e9 * 2 / 1e12)
+    assert spec.peak_tflops["bfloat16"] == pytest.approx(64 * 2.59614e9 * 2 / 1e12)   # AVX512_BF16
+    assert spec.peak_tflops["int8"] == pytest.approx(128 * 2.59614e9 * 2 / 1e12)      # AVX512_VNNI
 
 
 def test_cpu_arm_without_clock_and_with_max_freq():
@@ -306,7 +307,7 @@ def test_cpu_arm_without_clock_and_with_max_freq():
     assert spec.vendor == "arm" and not spec.peak_tflops and "clock unknown" in spec.source_note
     spec = cpu_spec_from_cpuinfo(text, threads=4, max_freq_khz=3_000_000)
     # NEON 128-bit: 4 fp32 lanes x 2 FMA pipes x 2 FLOP x 3 GHz x 4 cores
-    assert spec.peak_tflops[torch.float32] == pytest.approx(4 * 2 * 2 * 3e9 * 4 / 1e12)
+    assert spec.peak_tflops["float32"] == pytest.approx(4 * 2 * 2 * 3e9 * 4 / 1e12)
 
 
 @pytest.mark.parametrize("text, threads, match", [
@@ -327,21 +328,21 @@ GOOD = {"name": "My Accelerator", "peak_tflops": {"bfloat16": 400, "float32": 50
 def test_override_from_dict():
     spec = devices.parse_device_override(GOOD)
     assert spec.peak_source == "user" and spec.name == "My Accelerator"
-    assert spec.peak_tflops[torch.bfloat16] == 400 and spec.peak_tflops[TF32] == 200
-    assert spec.peak_tflops[torch.float8_e4m3fn] == 800
+    assert spec.peak_tflops["bfloat16"] == 400 and spec.peak_tflops[TF32] == 200
+    assert spec.peak_tflops["float8_e4m3fn"] == 800
     assert spec.mem_bandwidth_gbs == 2000
 
 
 def test_override_from_json_and_toml_files(tmp_path):
     j = tmp_path / "dev.json"
     j.write_text(json.dumps(GOOD))
-    assert devices.parse_device_override(str(j)).peak_tflops[torch.float32] == 50
+    assert devices.parse_device_override(str(j)).peak_tflops["float32"] == 50
     t = tmp_path / "dev.toml"
     t.write_text('[[devices]]\nname = "A"\nmatch = ["NVIDIA Foo 1"]\nmem_bandwidth_gbs = 100\n'
                  '[devices.peak_tflops]\nbfloat16 = 10\n\n'
                  '[[devices]]\nname = "B"\nmem_bandwidth_gbs = 200\n[devices.peak_tflops]\nbfloat16 = 20\n')
     assert [s.name for s in devices.parse_device_overrides(t)] == ["A", "B"]
-    assert devices.parse_device_override(t, "NVIDIA Foo 1").peak_tflops[torch.bfloat16] == 10
+    assert devices.parse_device_override(t, "NVIDIA Foo 1").peak_tflops["bfloat16"] == 10
     assert devices.parse_device_override(t, "b").mem_bandwidth_gbs == 200
     with pytest.raises(DeviceSpecError, match="2 device rows"):
         devices.parse_device_override(t)
@@ -351,7 +352,7 @@ def test_override_on_top_of_a_builtin_row():
     spec = devices.parse_device_override({"base": "NVIDIA H100 80GB HBM3", "mem_bandwidth_gbs": 3000,
                                           "peak_tflops": {"bfloat16": 700}})
     assert spec.name == "NVIDIA H100 SXM" and spec.peak_source == "user"
-    assert spec.mem_bandwidth_gbs == 3000 and spec.peak_tflops[torch.bfloat16] == 700
+    assert spec.mem_bandwidth_gbs == 3000 and spec.peak_tflops["bfloat16"] == 700
     assert spec.peak_tflops[TF32] == pytest.approx(494.5)  # kept from the base row
 
 
@@ -420,7 +421,7 @@ def test_resolve_precedence_user_over_measured_over_computed(isolated, monkeypat
                                          seconds=1.0, measured_at="2026-01-01T00:00:00+00:00"))
     spec = devices.resolve_device("cpu", use_cache=False)
     assert spec.peak_source == "measured"
-    assert spec.peak_tflops[torch.float32] == 0.123 and spec.mem_bandwidth_gbs == 45.6
+    assert spec.peak_tflops["float32"] == 0.123 and spec.mem_bandwidth_gbs == 45.6
     f = isolated / "dev.json"
     f.write_text(json.dumps({**GOOD, "device_type": "cpu"}))
     monkeypatch.setenv("INDUCTOR_PERF_DEVICE_FILE", str(f))
@@ -484,26 +485,49 @@ def test_docs_override_examples_parse():
     text = (Path(__file__).parent.parent.parent / "docs" / "devices.md").read_text()
     js = re.search(r"```json\n(.*?)```", text, re.S).group(1)
     spec = devices.parse_device_override(json.loads(js))
-    assert spec.peak_tflops[torch.bfloat16] == 800 and spec.peak_tflops[TF32] == pytest.approx(494.5)
+    assert spec.peak_tflops["bfloat16"] == 800 and spec.peak_tflops[TF32] == pytest.approx(494.5)
     toml = re.search(r"```toml\n(.*?)```", text, re.S).group(1)
     rows = devices.parse_device_overrides(tomllib.loads(toml))
     assert [r.device_type for r in rows] == ["cuda", "cpu"]
     assert devices.parse_device_override(tomllib.loads(toml), "NVIDIA GB200").peak_tflops[TF32] == 1250
 
 
-def test_name_keyed_table_matches_torch_keyed():
+def test_peaks_are_keyed_by_dtype_name_only():
     from inductor_perf import device_table
 
-    assert len(device_table.DEVICE_TABLE) == len(devices.DEVICE_TABLE)
-    for row, spec in zip(device_table.DEVICE_TABLE, devices.DEVICE_TABLE):
-        assert row.name == spec.name and row.to_dict() == spec.to_dict()
-        assert all(isinstance(k, torch.dtype) or k == devices.TF32 for k in spec.peak_tflops)
-        # the name-keyed peak rules give what the torch-keyed ones give, TF32 on and off
-        for dt in (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.int8, torch.float8_e4m3fn):
-            name = str(dt).removeprefix("torch.")
-            for tf32 in (False, True):
-                assert device_table.matmul_peak_by_name(row, name, tf32) == devices.matmul_peak_tflops(
-                    spec, dt, tf32=tf32), (spec.name, name, tf32)
-            assert device_table.vector_peak_by_name(row, name) == devices.vector_peak_tflops(spec, dt)
+    for r in devices.DEVICE_TABLE:
+        keys = {*r.peak_tflops, *r.vector_tflops, *r.sparse_halved}
+        assert all(isinstance(k, str) and not k.startswith("torch.") for k in keys), r.name
+        assert lookup_device(r.name) is r and device_table.lookup(r.name) is r
     # H100 SXM datasheet: BF16 1,979 TFLOPS with sparsity -> 989.5 dense
     assert device_table.lookup("NVIDIA H100 80GB HBM3").peak_tflops["bfloat16"] == 989.5
+
+
+def test_peak_accessors_take_a_torch_dtype_or_its_name():
+    for r in devices.DEVICE_TABLE:
+        for dt in (torch.float64, torch.float32, torch.bfloat16, torch.float16, torch.int8, torch.float8_e4m3fn):
+            name = str(dt).removeprefix("torch.")  # torch's own spelling, not our converter
+            for tf32 in (False, True):
+                assert devices.matmul_peak_tflops(r, dt, tf32=tf32) == devices.matmul_peak_tflops(
+                    r, name, tf32=tf32), (r.name, name, tf32)
+            assert devices.vector_peak_tflops(r, dt) == devices.vector_peak_tflops(r, name)
+    with pytest.raises(TypeError, match="torch.dtype or a dtype name"):
+        devices.matmul_peak_tflops(_row("NVIDIA H100 SXM"), 16)
+
+
+def test_devicespec_built_with_torch_dtypes_stores_names():
+    # The public constructor took torch.dtype keys before peaks were keyed by name; it still does.
+    spec = DeviceSpec(name="mine", vendor="me", peak_tflops={torch.bfloat16: 10.0, TF32: 5.0},
+                      vector_tflops={torch.float32: 1.0}, sparse_halved=(torch.bfloat16,),
+                      mem_bandwidth_gbs=100.0)
+    assert dict(spec.peak_tflops) == {"bfloat16": 10.0, "tf32": 5.0}
+    assert dict(spec.vector_tflops) == {"float32": 1.0} and spec.sparse_halved == ("bfloat16",)
+    assert devices.matmul_peak_tflops(spec, torch.bfloat16) == 10.0
+    with pytest.raises(DeviceSpecError, match="'bfloat16' given twice"):
+        DeviceSpec(name="twice", vendor="me", peak_tflops={torch.bfloat16: 1.0, "bfloat16": 2.0},
+                   mem_bandwidth_gbs=1.0)
+
+
+def test_override_accepts_torch_dtype_keys():
+    spec = devices.parse_device_override({**GOOD, "peak_tflops": {torch.bfloat16: 400, "tf32": 200}})
+    assert dict(spec.peak_tflops) == {"bfloat16": 400.0, "tf32": 200.0}

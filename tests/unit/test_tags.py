@@ -129,3 +129,63 @@ def test_evaluate_refuses_anything_but_a_size_expression():
         with pytest.raises(ValueError):
             evaluate(bad, {"s0": 1})
     assert evaluate("FloorDiv(s0, 2) + Max(s1, 3)", {"s0": 9, "s1": 1}) == 7
+
+
+def _placeholder_graph(sources: dict[str, object]):
+    """A GraphModule whose placeholders carry Dynamo's grapharg sources (name -> source name)."""
+    from types import SimpleNamespace
+
+    import torch
+
+    g = torch.fx.Graph()
+    for name, source in sources.items():
+        g.placeholder(name).meta["grapharg"] = SimpleNamespace(source=SimpleNamespace(name=source))
+    g.output(None)
+    return torch.fx.GraphModule(torch.nn.Module(), g)
+
+
+def test_parameter_names_of_dynamo_graph_inputs() -> None:
+    from inductor_perf.tagging import parameter_names
+
+    gm = _placeholder_graph({
+        "w": "L['self']._modules['layer1']._modules['0']._parameters['weight']",
+        "x": "L['x']",
+        "rm": lambda: "L['self']._modules['bn']._buffers['running_mean']",  # a method in older torch
+        "root": "L['self']._parameters['scale']",
+        "glob": "G['model']._parameters['w']",  # not a local module: left out
+    })
+    gm.meta["dynamo_flat_name_to_original_fqn"] = {"L__self___fc_weight": "fc.weight"}
+    assert parameter_names(gm) == {0: "layer1.0.weight", 2: "bn.running_mean", 3: "scale",
+                                   "L__self___fc_weight": "fc.weight"}
+
+
+def test_kernel_reading_only_graph_inputs_belongs_to_its_first_parameter() -> None:
+    import torch
+    from torch._functorch._aot_autograd.descriptors import ParamAOTInput, PlainAOTInput
+
+    from inductor_perf.tagging import _attribution
+
+    g = torch.fx.Graph()
+    x, w, fc = g.placeholder("primals_1"), g.placeholder("primals_2"), g.placeholder("primals_3")
+    x.meta["desc"], w.meta["desc"] = PlainAOTInput(0), PlainAOTInput(1)
+    fc.meta["desc"] = ParamAOTInput("L__self___fc_weight")
+    names = {1: "layer1.conv1.weight", "L__self___fc_weight": "fc.weight"}
+    assert _attribution([x, w, fc], names) == ("layer1.conv1", "layer1.conv1.weight", None)
+    assert _attribution([fc], names) == ("fc", "fc.weight", None)
+    assert _attribution([x], names) == (None, None, None)  # a user input alone: no module
+    assert _attribution([x, w], {}) == (None, None, None)  # names unknown: as before
+
+
+def test_parameter_names_never_raise(caplog) -> None:
+    import logging
+
+    from inductor_perf.tagging import _warn_no_parameter_names, parameter_names
+
+    def boom() -> str:
+        raise RuntimeError("source moved")
+
+    _warn_no_parameter_names.cache_clear()
+    gm = _placeholder_graph({"w": boom})
+    with caplog.at_level(logging.WARNING, logger="inductor_perf.tagging"):
+        assert parameter_names(gm) == {} and parameter_names(gm) == {}
+    assert [r.getMessage().count("source moved") for r in caplog.records] == [1]

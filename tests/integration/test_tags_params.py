@@ -1,0 +1,46 @@
+"""Kernels that read only graph inputs (Inductor's weight-layout copies before a CPU convolution)
+belong to the module owning the first parameter they read, and name that parameter as source."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from inductor_perf.tags import REGISTRY
+
+
+class _ConvNet(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+
+    def forward(self, x):
+        # Our own forward, so every computed node has a user stack frame to be a source.
+        y = torch.relu(self.bn1(self.conv1(x)))
+        return torch.relu(self.conv2(y) + y)
+
+
+def test_every_kernel_of_a_conv_training_step_has_module_and_source():
+    torch.manual_seed(0)
+    model = _ConvNet()
+    torch._dynamo.reset()
+    before = {g.instance_id for g in REGISTRY.graphs()}
+    compiled = torch.compile(model, backend="inductor_perf")
+    compiled(torch.randn(2, 3, 8, 8)).sum().backward()
+    graphs = [g for g in REGISTRY.graphs() if g.instance_id not in before]
+    assert graphs and all(g.tagged for g in graphs) and any(g.is_backward for g in graphs)
+    kernels = [k for g in graphs for k in g.kernels]
+    assert [(k.kernel_name, k.module_path, k.source) for k in kernels
+            if k.module_path is None or k.source is None] == []
+
+    # AOTAutograd names graph inputs primals_N; a kernel of those alone reads only inputs.
+    param_only = [k for k in kernels if k.nodes and all(n.name.startswith("primals_") for n in k.nodes)]
+    assert param_only, [(k.kernel_name, [n.name for n in k.nodes]) for k in kernels]
+    # The first conv weight is the first parameter such a layout copy reads (named by the model).
+    first_conv_weight = next(name for name, p in model.named_parameters() if p.dim() == 4)
+    assert first_conv_weight == "conv1.weight"
+    for k in param_only:
+        assert k.source == first_conv_weight, (k.kernel_name, [n.name for n in k.nodes])
+        owner, _, leaf = k.source.rpartition(".")
+        assert k.module_path == owner and hasattr(model.get_submodule(owner), leaf)
