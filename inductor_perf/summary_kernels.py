@@ -9,10 +9,11 @@ torch-free.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from . import events as evs
 
@@ -29,7 +30,8 @@ DEF_NONE = "none"
 KERNEL_DEFINITIONS = {
     DEF_GPU: "GPU device events (cat kernel / gpu_memcpy / gpu_memset)",
     DEF_CPU_COMPILED: ("CPU kernels launched by compiled graphs: events with kernel_flop, graph_<N>_* "
-                       "events, and outermost aten ops inside '## Call CompiledFxGraph' calls"),
+                       "events, and outermost aten ops inside '## Call CompiledFxGraph' calls; plus the "
+                       "eager aten ops run between compiled pieces (graph breaks)"),
     DEF_CPU_EAGER: "outermost aten:: ops on each CPU thread (no compiled-graph kernels in this trace)",
     DEF_NONE: "no kernel events found",
 }
@@ -217,7 +219,7 @@ def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_
         in_call = in_call or node.name.startswith(GRAPH_CALL_PREFIX)
         todo.extend((c, in_call, under_op or is_op) for c in node.children)
     if compiled:
-        return compiled, DEF_CPU_COMPILED
+        return compiled + _eager_between_pieces(roots, compiled), DEF_CPU_COMPILED
     eager: list[_Ev] = []
     for top in roots.values():
         for n in _walk(top):
@@ -228,6 +230,73 @@ def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_
                 if p is None:
                     eager.append(n)
     return eager, (DEF_CPU_EAGER if eager else DEF_NONE)
+
+
+COMPILED_REGION_PREFIX = "Torch-Compiled Region"
+_AUTOGRAD_NODE = "autograd::engine::evaluate_function: "
+_COMPILED_BACKWARD = _AUTOGRAD_NODE + "CompiledFunctionBackward"
+_NOT_MODEL_WORK = (_AUTOGRAD_NODE + "torch::autograd::AccumulateGrad",)
+
+
+def _outermost_ops(node: _Ev) -> Iterator[_Ev]:
+    """The outermost aten ops below ``node`` that are not inside a compiled-graph call."""
+    todo = list(node.children)
+    while todo:
+        n = todo.pop()
+        if n.name.startswith(GRAPH_CALL_PREFIX):
+            continue
+        if n.name.startswith("aten::"):
+            yield n
+        else:
+            todo.extend(n.children)
+
+
+def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: list[_Ev]) -> list[_Ev]:
+    """Eager work that runs between the compiled pieces of a graph-broken model, counted as kernels
+    of the module it sits in: the outermost aten ops inside a ``Torch-Compiled Region`` range but in
+    no compiled-graph call (forward), and those of the eager autograd nodes run between two
+    compiled backward graphs (their backward). Each gets, as ``module_path``, the common path of
+    the compiled kernels just before and after it on its thread (a break inside ``gate.forward``
+    lies between kernels of ``gate.*``)."""
+    found: list[_Ev] = []
+    for top in roots.values():
+        backward = [i for i, n in enumerate(top) if n.name == _COMPILED_BACKWARD]
+        for i, n in enumerate(top):
+            if n.name.startswith(COMPILED_REGION_PREFIX):
+                found.extend(_outermost_ops(n))
+            elif (backward and backward[0] < i < backward[-1] and n.name.startswith(_AUTOGRAD_NODE)
+                  and n.name not in _NOT_MODEL_WORK and n.name != _COMPILED_BACKWARD):
+                found.extend(_outermost_ops(n))
+    if not found:
+        return found
+    by_thread: dict[tuple[Any, Any], list[_Ev]] = {}
+    for k in compiled:
+        by_thread.setdefault((k.pid, k.tid), []).append(k)
+    for ks in by_thread.values():
+        ks.sort(key=lambda e: e.ts)
+    for e in found:
+        ks = by_thread.get((e.pid, e.tid), [])
+        i = bisect.bisect_left([k.ts for k in ks], e.ts)
+        near = [k.args.get(evs.MODULE_PATH) for k in ks[max(i - 1, 0):i + 1]]
+        e.args = {**e.args, evs.MODULE_PATH: _common_module([m for m in near if isinstance(m, str)])}
+    return found
+
+
+def _common_module(paths: list[str]) -> str | None:
+    """The longest dotted prefix of ``paths`` ("" when they share none; None without paths).
+
+    >>> _common_module(["gate.fc", "gate"]), _common_module(["a.b", "c"]), _common_module([])
+    ('gate', '', None)
+    """
+    if not paths:
+        return None
+    parts = [p.split(".") if p else [] for p in paths]
+    out = []
+    for names in zip(*parts):
+        if len(set(names)) != 1:
+            break
+        out.append(names[0])
+    return ".".join(out)
 
 
 def headline_dtype(kernels: Iterable[Mapping[str, Any]]) -> str:

@@ -455,3 +455,45 @@ def test_a_recorded_step_counts_the_flops_of_the_variant_that_ran(tmp_path):
     kernels = _kernel_events(_strict_load_gz(trace))
     matmul = sum(e["args"].get("kernel_matmul_flop", 0) for e in kernels)
     assert matmul == 2 * result["later"]  # two recorded steps of the second variant
+
+
+GRAPH_BREAK_SCRIPT = textwrap.dedent('''
+    import json, torch, torch.nn as nn
+    torch.manual_seed(0)
+    @torch._dynamo.disable
+    def eager_part(h):
+        return torch.cumsum(h, 0)
+    class Gate(nn.Module):
+        def __init__(s):
+            super().__init__(); s.fc = nn.Linear(32, 32)
+        def forward(s, x):
+            h = eager_part(s.fc(x))  # a graph break: cumsum runs eagerly between compiled pieces
+            return torch.relu(h)
+    class Net(nn.Module):
+        def __init__(s):
+            super().__init__(); s.inp = nn.Linear(16, 32); s.gate = Gate(); s.out = nn.Linear(32, 4)
+        def forward(s, x):
+            return s.out(s.gate(s.inp(x)))
+    m = Net(); f = torch.compile(m, backend="inductor_perf"); x = torch.randn(8, 16)
+    for i in range(5):
+        f(x).sum().backward()
+    import inductor_perf
+    print("RESULT " + json.dumps({"modules": [n for n, _ in m.named_modules()],
+                                  "frames": len({g.frame_id for g in inductor_perf.graph_table()})}))
+''')
+
+
+def test_graph_breaks_keep_model_paths_and_count_the_eager_work_between_pieces(tmp_path):
+    proc, result = _run(GRAPH_BREAK_SCRIPT, {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "2",
+                                             "INDUCTOR_PERF_STEPS": "1"}, str(tmp_path))
+    assert result["frames"] >= 3  # the root frame, Gate.forward and the resume functions: really broken
+    (trace,) = glob.glob(str(tmp_path / "*.trace.json.gz"))
+    kernels = _kernel_events(_strict_load_gz(trace))
+    paths = {e["args"].get("module_path") for e in kernels}
+    # every compiled piece's kernels carry the model's own paths (from named_modules(), not ours)
+    assert paths <= set(result["modules"]) and {"inp", "gate.fc", "out"} <= paths, paths
+    (summary,) = glob.glob(str(tmp_path / "*.summary.json"))
+    s = json.load(open(summary))
+    cumsum = [r for r in s["top_kernels"] if r["name"] == "aten::cumsum"]
+    # the eager op between the pieces (forward and its backward) counts, in the module it runs in
+    assert cumsum and cumsum[0]["count"] == 2 and cumsum[0]["module_path"] == "gate", cumsum

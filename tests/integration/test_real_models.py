@@ -1,6 +1,12 @@
 """Real architectures from transformers (tiny configs built here, nothing downloaded), trained with
-the env-var capture as a user would. BERT for sequence classification is the case that recompiles
-its forward on the second call (it sets config.problem_type on the first)."""
+the env-var capture as a user would: GPT-2, BERT for sequence classification (its forward recompiles
+on the second call: it sets config.problem_type on the first), T5 (encoder-decoder) and Mixtral (MoE).
+
+Each case runs in a fresh interpreter: FlopCounterMode counts one eager training step, then the model
+is compiled with backend="inductor_perf" and trained 6 steps under INDUCTOR_PERF_TRACE_DIR (3 skipped,
+2 recorded), then ``inductor_perf.compare()`` runs on it. ``make test`` runs GPT-2 and BERT;
+``make test-models`` (which CI also runs) runs every case.
+"""
 
 from __future__ import annotations
 
@@ -13,49 +19,127 @@ from conftest import run_child
 
 pytestmark = pytest.mark.slow
 
-BERT = """
-import json, os, torch, transformers
+# Per case: code that defines `m` (the model), `args` (positional inputs), `kwargs` (the training
+# call's keyword inputs, labels included) and `loss(out)`; the prefix the summary's module rows use;
+# and whether the tier below `make test` runs it.
+CASES = {
+    "gpt2": ("""
+from transformers import GPT2Config, GPT2LMHeadModel
+cfg = GPT2Config(vocab_size=512, n_positions=64, n_embd=64, n_layer=2, n_head=4, bos_token_id=0,
+                 eos_token_id=0)
+m = GPT2LMHeadModel(cfg)
+ids = torch.randint(0, 512, (2, 32))
+args, kwargs = (ids,), {"input_ids": ids, "labels": ids}
+""", "transformer.h.0.attn", True),
+    "bert": ("""
 from transformers import BertConfig, BertForSequenceClassification
-from torch.utils.flop_counter import FlopCounterMode
-torch.manual_seed(0)
 cfg = BertConfig(vocab_size=512, hidden_size=64, num_hidden_layers=2, num_attention_heads=4,
                  intermediate_size=128, num_labels=3)
 m = BertForSequenceClassification(cfg)
-ids = torch.randint(0, 512, (4, 32)); labels = torch.randint(0, 3, (4,))
-m.config.problem_type = "single_label_classification"  # as the first forward sets it
+ids = torch.randint(0, 512, (4, 32))
+args, kwargs = (ids,), {"input_ids": ids, "labels": torch.randint(0, 3, (4,))}
+""", "bert.encoder.layer.0.attention.self", True),
+    "t5": ("""
+from transformers import T5Config, T5ForConditionalGeneration
+cfg = T5Config(vocab_size=512, d_model=64, d_kv=16, d_ff=128, num_layers=2, num_decoder_layers=2,
+               num_heads=4, decoder_start_token_id=0, pad_token_id=0)
+m = T5ForConditionalGeneration(cfg)
+ids = torch.randint(1, 512, (2, 24)); dec = torch.randint(1, 512, (2, 16))
+args, kwargs = (ids, None, dec), {"input_ids": ids, "labels": dec}
+""", "encoder.block.0.layer.0.SelfAttention", False),
+    "mixtral": ("""
+from transformers import MixtralConfig, MixtralForCausalLM
+cfg = MixtralConfig(vocab_size=512, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                    num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+                    num_experts_per_tok=2, max_position_embeddings=64)
+m = MixtralForCausalLM(cfg)
+ids = torch.randint(0, 512, (2, 32))
+args, kwargs = (ids,), {"input_ids": ids, "labels": ids}
+""", "model.layers.0.self_attn", False),
+}
+
+CHILD = """
+import json, os, torch, transformers
+from torch.utils.flop_counter import FlopCounterMode
+torch.manual_seed(0)
+BUILD
+def state():  # the attributes a first forward sets (BERT's config.problem_type)
+    return getattr(m.config, "problem_type", None)
+fresh = state()
 with FlopCounterMode(display=False) as fc:
-    m(input_ids=ids, labels=labels).loss.backward()
-m.config.problem_type = None  # back to a fresh model: the compiled forward sets it and recompiles
+    m(**kwargs).loss.backward()
+m.config.problem_type = fresh  # back to a fresh model: the compiled forward sets it and recompiles
 m.zero_grad()
 f = torch.compile(m, backend="inductor_perf")
-for step in range(8):
-    f(input_ids=ids, labels=labels).loss.backward()
+for step in range(6):
+    f(**kwargs).loss.backward()
     m.zero_grad()
 import inductor_perf
-from inductor_perf.tags import evaluate
 graphs = inductor_perf.graph_table()
-last = max(g.compile_id for g in graphs if not g.is_backward)
-mm = sum(evaluate(k.matmul_flops) for g in graphs if g.compile_id == last for k in g.kernels)
-print("JSON:" + json.dumps({"flops": int(fc.get_total_flops()), "tag_flops": mm,
-                            "compile_ids": sorted({g.compile_id for g in graphs}),
+cmp = inductor_perf.compare(m, args, loss_fn=lambda out: out.logits.sum(), steps=1, warmup=1, timing=False)
+print("JSON:" + json.dumps({"flops": int(fc.get_total_flops()),
+                            "compile_ids": sorted({g.compile_id for g in graphs if g.compile_id}),
+                            "frames": len({g.frame_id for g in graphs}),
+                            "compare_rows": len(cmp.rows),
                             "transformers": os.path.dirname(transformers.__file__)}))
 """
 
 
-def test_bert_classification_recompiles_and_is_captured(tmp_path):
+def _kernel_events(events: list) -> list[dict]:
+    """Compiled kernel events of a CPU capture: the generated C++ kernels (graph_<id>_...) and the
+    extern ops the compiled graphs called (the outermost ops inside our graph markers)."""
+    xs = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"]
+    marks = [e for e in xs if e.get("name", "").startswith("## inductor_perf graph=")]
+    out = []
+    for mk in marks:
+        inside = sorted((e for e in xs if e is not mk and e.get("cat") == "cpu_op" and e["tid"] == mk["tid"]
+                         and mk["ts"] <= e["ts"] and e["ts"] + e["dur"] <= mk["ts"] + mk["dur"]),
+                        key=lambda e: (e["ts"], -e["dur"]))
+        end = -1.0
+        for e in inside:
+            if e["ts"] >= end:  # outermost only
+                out.append(e)
+                end = e["ts"] + e["dur"]
+    return out
+
+
+def _run(case: str, tmp_path) -> tuple[dict, list, dict]:
     pytest.importorskip("transformers")  # in the test extra; a plain install of us may lack it
-    got = run_child(BERT, env={"INDUCTOR_PERF_TRACE_DIR": str(tmp_path)})
-    assert got["compile_ids"] == ["0/0", "0/1"]  # Dynamo recompiled the forward frame once
-    # the variant that ran in the recorded steps: its forward + backward matmul FLOPs
-    assert got["tag_flops"] == got["flops"]
+    build, _, _ = CASES[case]
+    got = run_child(CHILD.replace("BUILD", build), env={"INDUCTOR_PERF_TRACE_DIR": str(tmp_path)}, timeout=900)
     (trace,) = glob.glob(str(tmp_path / "*.trace.json.gz"))
     events = json.load(gzip.open(trace, "rt"))["traceEvents"]
-    kernels = [e for e in events if isinstance(e, dict) and e.get("cat") == "cpu_op"
-               and e.get("name", "").startswith("graph_")]
-    assert kernels and all("kernel_flop" in e["args"] and "kernel_num_gb" in e["args"] for e in kernels)
-    sources = {e["args"].get("source", "") for e in kernels}
-    assert any(s.startswith(got["transformers"]) for s in sources)
     (summary,) = glob.glob(str(tmp_path / "*.summary.json"))
-    modules = {r["key"] for r in json.load(open(summary))["modules"]}
-    assert "bert.encoder.layer.0.attention.self" in modules or \
-        any(m.startswith("bert.encoder.layer.0.attention.self") for m in modules), modules
+    return got, events, json.load(open(summary))
+
+
+def _check(case: str, tmp_path) -> dict:
+    got, events, summary = _run(case, tmp_path)
+    kernels = _kernel_events(events)
+    assert kernels
+    for e in kernels:
+        a = e["args"]
+        assert "kernel_flop" in a and a.get("kernel_num_gb", 0) > 0, e["name"]
+        assert a.get("module_path"), e["name"]
+        assert a.get("source", "").startswith(got["transformers"]), (e["name"], a.get("source"))
+    if got["frames"] == 1:  # the whole step is one compiled frame: the trace's matmul FLOPs are exact
+        recorded = sum(e["args"].get("kernel_matmul_flop", 0) for e in kernels)
+        assert recorded == 2 * got["flops"], (recorded, got["flops"])  # 2 recorded steps
+    prefix = CASES[case][1]
+    modules = {r["key"] for r in summary["modules"]}
+    assert any(k == prefix or k.startswith(prefix + ".") for k in modules), sorted(modules)[:20]
+    assert got["compare_rows"] > 0
+    return got
+
+
+@pytest.mark.parametrize("case", [c for c, v in CASES.items() if v[2]])
+def test_model(case, tmp_path):
+    got = _check(case, tmp_path)
+    if case == "bert":
+        assert got["compile_ids"] == ["0/0", "0/1"]  # Dynamo recompiled the forward frame once
+
+
+@pytest.mark.models
+@pytest.mark.parametrize("case", [c for c, v in CASES.items() if not v[2]])
+def test_model_more(case, tmp_path):
+    _check(case, tmp_path)
