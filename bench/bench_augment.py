@@ -8,9 +8,9 @@ fresh wrapper process per command (ru_maxrss is a maximum over all waited-for ch
 command gets its own wrapper).
 
 inductor-perf runs as ``python -c`` calling the CLI's ``main`` in-process (what the console script
-does), so that it can also report its own peak RSS and that of each worker it forked
-(``augment.WORKER_MAXRSS_KB``, from wait4): its peak RSS is the SUM of the parent's and the
-workers' peaks. /usr/bin/time alone would report the largest of them (Linux folds waited-for
+does), so that it can also report its own peak RSS and that of the worker it forked
+(``AugmentStats.worker_maxrss_kb`` of what ``augment_file`` returned, from wait4): its peak RSS is
+the SUM of the parent's and the worker's peaks. /usr/bin/time alone would report the largest of them (Linux folds waited-for
 children into the child's ru_maxrss as a maximum, not a sum). A forked worker's RSS counts the pages
 it shares copy-on-write with the parent, so the sum over-counts what the two used together.
 """
@@ -40,10 +40,15 @@ _WRAPPER = (
 _OURS = (
     "import json, resource, sys\n"
     "from inductor_perf import augment, cli\n"
+    "runs, real = [], augment.augment_file\n"
+    "def kept(*a, **k):\n"  # the CLI imports augment_file when it runs: it gets this one
+    "    runs.append(real(*a, **k))\n"
+    "    return runs[-1]\n"
+    "augment.augment_file = kept\n"
     "rc = cli.main(sys.argv[1:])\n"
     "me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
-    "print('inductor-perf-rss: ' + json.dumps({'parent_kb': me, 'workers_kb': augment.WORKER_MAXRSS_KB}),"
-    " file=sys.stderr)\n"
+    "workers = [s.worker_maxrss_kb for s in runs if s.worker_maxrss_kb is not None]\n"
+    "print('inductor-perf-rss: ' + json.dumps({'parent_kb': me, 'workers_kb': workers}), file=sys.stderr)\n"
     "sys.exit(rc)\n"
 )
 _RSS_LINE = re.compile(r"inductor-perf-rss: (\{.*\})")

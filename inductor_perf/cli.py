@@ -129,17 +129,17 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
 
 class _Ticker:
-    """Refreshes augment's stage line (:class:`augment._Progress`: stderr, terminal only, after 2 s)
+    """Refreshes augment's stage line (:class:`fastpath.Progress`: stderr, terminal only, after 2 s)
     twice a second from a thread, for commands whose long steps report no fraction (summary, diff);
     the line is cleared at the end."""
 
     EVERY = 0.5
 
     def __init__(self) -> None:
-        from .augment import _Progress
+        from .fastpath import Progress
 
         self.stage = ""
-        self.show = _Progress(True)
+        self.show = Progress(True)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

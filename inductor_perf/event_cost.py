@@ -72,6 +72,28 @@ class AugmentStats:
     device_name: str | None = None
     peaks_known: bool = False
     notes: list[str] = field(default_factory=list)
+    worker_maxrss_kb: int | None = field(default=None, compare=False)
+    """Peak RSS (KB, from ``wait4``) of the worker the stream engine forked and reaped; None when it
+    forked none. A forked worker's RSS also counts the pages it still shares with its parent, so the
+    parent's peak plus this is an upper bound on what the two used together. Not compared: it says
+    how the run went, not what it wrote."""
+    stage_marks: tuple[tuple[str, float, str], ...] = field(default=(), compare=False)
+    """The stream engine's stages: ``(process, seconds, stage)``, process "main" or "worker", seconds
+    since the engine began (one clock for both processes). Each process's marks in the order it
+    reached them; the worker's are added when its part comes back. Empty for the full engine. Not
+    compared."""
+
+    def add_attribution(self, attribution: "AugmentStats", note: str | None = None,
+                        non_finite: int = 0) -> "AugmentStats":
+        """Fold the attribution's counts into these augmentation counts (the event count is the
+        attribution's: it saw every event), add the input's NaN/Infinity count and ``note`` (kept
+        only when an event was augmented); returns self."""
+        self.merge_from(attribution)
+        self.events = attribution.events
+        self.non_finite_inputs += non_finite
+        if note and self.events_augmented:
+            self.notes.append(note)
+        return self
 
     def merge_from(self, other: "AugmentStats") -> None:
         """Add ``other``'s counts to this one (names and notes are combined)."""

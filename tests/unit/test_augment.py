@@ -169,3 +169,69 @@ def test_augment_file_upstream_example_gets_peaks_from_device_properties(tmp_pat
     k = [e for e in out["traceEvents"] if e["name"] == "void convolution_kernel"][0]["args"]
     assert k[tf.ROOFLINE_BOUND] != "unknown" and tf.ACHIEVED_FLOPS_PCT in k
     assert stats.events_augmented == 2 and stats.peaks_known
+
+
+# --- augment_file's engines ----------------------------------------------------------------------
+def _upstream_copy(tmp_path):
+    src = tmp_path / "u.json"
+    src.write_bytes(open(UPSTREAM, "rb").read())
+    return src
+
+
+@pytest.fixture
+def stream_calls(monkeypatch):
+    """The calls of the stream engine (it still runs: the spy passes them on)."""
+    from inductor_perf import fastpath
+
+    calls, real = [], fastpath.augment_file_stream
+
+    def spy(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(fastpath, "augment_file_stream", spy)
+    return calls
+
+
+@pytest.mark.parametrize("engine, fast, streams", [
+    ("full", None, False), ("stream", None, True), ("auto", None, False), (None, None, False),
+    (None, True, True), (None, False, False), ("stream", True, True), ("full", False, False),
+])
+def test_augment_file_engine_by_name(tmp_path, stream_calls, engine, fast, streams):
+    # "auto" on a 10 KB file (under FAST_PATH_MIN_BYTES) is the full load; fast= is the old spelling.
+    if streams:
+        pytest.importorskip("orjson")
+    src = _upstream_copy(tmp_path)
+    reference = augment_file(src, tmp_path / "ref.json", engine="full")
+    stats = augment_file(src, tmp_path / "out.json", engine=engine, fast=fast)
+    assert stream_calls == ([str(src)] if streams else [])
+    assert load_trace(tmp_path / "out.json") == load_trace(tmp_path / "ref.json")  # streaming keeps the layout
+    assert stats == reference and stats.events_augmented == 2
+    assert (stats.stage_marks != ()) == streams  # only the stream engine marks its stages
+
+
+@pytest.mark.parametrize("engine", ["fast", "Stream", "", 1])
+def test_augment_file_unknown_engine_names_the_valid_ones(tmp_path, engine):
+    src = _upstream_copy(tmp_path)
+    with pytest.raises(ValueError, match="'auto', 'full', 'stream'"):
+        augment_file(src, tmp_path / "out.json", engine=engine)
+    assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("engine, fast", [("full", True), ("stream", False), ("auto", True), ("auto", False)])
+def test_augment_file_engine_and_fast_disagreeing(tmp_path, engine, fast):
+    src = _upstream_copy(tmp_path)
+    with pytest.raises(ValueError, match="disagree"):
+        augment_file(src, tmp_path / "out.json", engine=engine, fast=fast)
+    assert not (tmp_path / "out.json").exists()
+
+
+def test_stream_engine_falls_back_to_the_full_load(tmp_path, stream_calls):
+    # NaN is not JSON: the stream engine declines and the full load writes null and counts it.
+    pytest.importorskip("orjson")
+    src = tmp_path / "nan.json"
+    src.write_text(open(UPSTREAM).read().replace('"dur": 251.13', '"dur": NaN', 1))
+    assert "NaN" in src.read_text()
+    stats = augment_file(src, tmp_path / "out.json", engine="stream")
+    assert stream_calls == [str(src)]
+    assert stats.non_finite_inputs == 1 and stats.stage_marks == () and stats.worker_maxrss_kb is None

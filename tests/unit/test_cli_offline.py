@@ -127,11 +127,11 @@ class _Tty(io.StringIO):
 
 
 def test_augment_progress_only_on_a_terminal_after_two_seconds(monkeypatch):
-    from inductor_perf import augment as A
+    from inductor_perf.fastpath import Progress
 
     tty = _Tty()
     monkeypatch.setattr("sys.stderr", tty)
-    p = A._Progress(True)
+    p = Progress(True)
     p("loading")  # under 2 s: nothing yet
     assert tty.getvalue() == ""
     p.t0 -= 10  # as if 10 s had passed
@@ -141,7 +141,7 @@ def test_augment_progress_only_on_a_terminal_after_two_seconds(monkeypatch):
     assert tty.getvalue().endswith("\r\x1b[K")  # the line is cleared at the end
     pipe = io.StringIO()  # not a terminal: never a byte
     monkeypatch.setattr("sys.stderr", pipe)
-    q = A._Progress(True)
+    q = Progress(True)
     q.t0 -= 10
     q("writing", 0.5)
     q.done()

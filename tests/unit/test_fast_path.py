@@ -17,7 +17,12 @@ import warnings
 import pytest
 
 from inductor_perf import augment as A
+from inductor_perf import cost_args, fastpath
 from inductor_perf import trace_format as tf
+from inductor_perf.fastpath import parse as P
+from inductor_perf.fastpath import render as R
+from inductor_perf.fastpath import stream as S
+from inductor_perf.fastpath import worker as W
 
 pytest.importorskip("orjson")
 
@@ -46,8 +51,13 @@ def processes(request, monkeypatch):
     two = request.param == "two_processes"
     if two and not hasattr(os, "fork"):
         pytest.skip("no os.fork here")
-    monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0 if two else 1 << 62)
+    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 0 if two else 1 << 62)
     return two
+
+
+def _stream(src, dst):
+    """The stream engine itself (no fallback): its stats, or None when it declines the layout."""
+    return fastpath.augment_file_stream(str(src), str(dst), None, fastpath.Progress(False))
 
 
 def _both(src, tmp_path, ext=".json"):
@@ -105,7 +115,7 @@ def test_fast_path_costs_hand_computed_mm(tmp_path):
                    + ",\n  ".join(json.dumps(e, indent=2) for e in events)
                    + '\n],\n  "traceName": "t"\n}\n')
     out = tmp_path / "o.json"
-    stats = A._augment_file_fast(str(src), str(out), None, A._Progress(False))
+    stats = _stream(src, out)
     assert stats is not None and stats.events == 4 and stats.events_augmented == 1
     got = json.loads(out.read_text())
     assert got["traceName"] == "t" and got["schemaVersion"] == 1
@@ -154,7 +164,7 @@ def test_unexpected_layout_falls_back(name, tmp_path):
     src = _write(tmp_path, ODD_LAYOUTS[name])
     # The fast path itself declines (returns None, writes nothing) ...
     declined = tmp_path / "declined.json"
-    assert A._augment_file_fast(src, str(declined), None, A._Progress(False)) is None
+    assert _stream(src, declined) is None
     assert not declined.exists()
     if name == "nested":
         with pytest.raises(tf.TraceFormatError):
@@ -171,20 +181,20 @@ def test_unexpected_layout_falls_back(name, tmp_path):
 def test_empty_events_fast(tmp_path):
     src = _write(tmp_path, '{"a": [1, {"b": 2}],\n "traceEvents": [ ],\n "z": "}, {"}')
     out = tmp_path / "o.json"
-    stats = A._augment_file_fast(src, str(out), None, A._Progress(False))
+    stats = _stream(src, out)
     assert stats is not None and stats.events == 0 and stats.events_augmented == 0
     assert json.loads(out.read_text()) == {"a": [1, {"b": 2}], "traceEvents": [], "z": "}, {"}
 
 
 def test_size_threshold_picks_path(generated, tmp_path, monkeypatch):
     calls = []
-    real = A._augment_file_fast
+    real = fastpath.augment_file_stream
 
     def spy(*a, **k):
         calls.append(a[0])
         return real(*a, **k)
 
-    monkeypatch.setattr(A, "_augment_file_fast", spy)
+    monkeypatch.setattr(fastpath, "augment_file_stream", spy)
     A.augment_file(generated, str(tmp_path / "a.json"))  # ~5 MB: below the threshold
     assert calls == []
     monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", 1)
@@ -218,7 +228,7 @@ def test_flows_parsed_when_a_kernel_needs_them(tmp_path):
     text = '{"traceEvents":[\n%s]}' % ",\n".join([op, _runtime(9), kernel, _flow("s", 1, 1, 15, 3),
                                                   _flow("f", 0, 7, 30, 3)])
     src = _write(tmp_path, text)
-    assert A._augment_file_fast(src, str(tmp_path / "direct.json"), None, A._Progress(False)) is not None
+    assert _stream(src, tmp_path / "direct.json") is not None
     full, fast, s_full, s_fast = _both(src, tmp_path)
     assert fast == full and s_fast == s_full
     assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128
@@ -255,7 +265,7 @@ def test_runtime_call_outside_its_op_joins_by_its_external_id(tmp_path):
 def test_spliced_and_reencoded_events_match_full_path(kernel, tmp_path):
     text = '{"traceEvents":[\n%s]}' % ",\n".join([_OP % ('"aten::mm"', ""), _runtime(9), kernel])
     src = _write(tmp_path, text)
-    assert A._augment_file_fast(src, str(tmp_path / "direct.json"), None, A._Progress(False)) is not None
+    assert _stream(src, tmp_path / "direct.json") is not None
     full, fast, s_full, s_fast = _both(src, tmp_path)
     assert fast == full and s_fast == s_full
     args = fast["traceEvents"][2]["args"]
@@ -278,7 +288,7 @@ def test_spliced_and_reencoded_events_match_full_path(kernel, tmp_path):
 def test_splice_checks_which_object_it_extends(kernel, tmp_path):
     text = '{"traceEvents":[\n%s]}' % ",\n".join([_OP % ('"aten::mm"', ""), _runtime(9), kernel])
     src = _write(tmp_path, text)
-    assert A._augment_file_fast(src, str(tmp_path / "direct.json"), None, A._Progress(False)) is not None
+    assert _stream(src, tmp_path / "direct.json") is not None
     full, fast, s_full, s_fast = _both(src, tmp_path)
     assert fast == full and s_fast == s_full
     assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128  # 2*4*8*2
@@ -317,13 +327,13 @@ def test_inline_roofline_equals_classify_on_a_sweep():
         for bw in (3350.0, 1.0):
             for flops in flops_values:
                 for nbytes in bytes_values:
-                    roof = A._roof(flops, nbytes, peak, bw)
+                    roof = R.binding_roof(flops, nbytes, peak, bw)
                     roofs_seen.add(roof)
                     for dur in durs:
-                        got = A._args_inline(head, tail, flops, nbytes, dur, peak, bw, roof)
+                        got = R.args_inline(head, tail, flops, nbytes, dur, peak, bw, roof)
                         p = roofline.classify(flops, nbytes, dur, peak, bw)
-                        assert got == A._args_for(head, tail, flops, nbytes, dur, peak, bw)
-                        assert list(got) == list(A._args_for(head, tail, flops, nbytes, dur, peak, bw))
+                        assert got == cost_args.args_for(head, tail, flops, nbytes, dur, peak, bw)
+                        assert list(got) == list(cost_args.args_for(head, tail, flops, nbytes, dur, peak, bw))
                         assert got["roofline_bound"] == p.bound
                         assert got["achieved_flops_pct"] == p.flops_pct
                         assert got["achieved_bandwidth_pct"] == p.bandwidth_pct
@@ -331,8 +341,8 @@ def test_inline_roofline_equals_classify_on_a_sweep():
     assert roofs_seen == {None, "compute", "memory"}
     assert bounds_seen == {"compute", "memory", "latency"}
     # a hand case: 2*4096^3 FLOPs in 200 µs on an H100 SXM (989.5 TFLOP/s bf16) = 687.2 TFLOP/s, 69.4 %
-    got = A._args_inline(head, tail, 2 * 4096 ** 3, 6 * 4096 ** 2, 200.0, 989.5, 3350.0,
-                         A._roof(2 * 4096 ** 3, 6 * 4096 ** 2, 989.5, 3350.0))
+    got = R.args_inline(head, tail, 2 * 4096 ** 3, 6 * 4096 ** 2, 200.0, 989.5, 3350.0,
+                         R.binding_roof(2 * 4096 ** 3, 6 * 4096 ** 2, 989.5, 3350.0))
     assert got["roofline_bound"] == "compute" and round(got["achieved_flops_pct"], 1) == 69.4
 
 
@@ -340,8 +350,33 @@ def test_worker_really_shares_the_work(generated, tmp_path, processes):
     # Two processes: one worker forked, and reaped (its peak RSS recorded); one process: none.
     full, fast, s_full, s_fast = _both(generated, tmp_path)
     assert fast == full and s_fast == s_full
-    assert len(A.WORKER_MAXRSS_KB) == (1 if processes else 0)
-    assert all(kb > 0 for kb in A.WORKER_MAXRSS_KB)
+    assert (s_fast.worker_maxrss_kb is not None) == processes
+    assert s_fast.worker_maxrss_kb is None or s_fast.worker_maxrss_kb > 0
+
+
+@pytest.mark.parametrize("ext", [".json", ".json.gz"])
+def test_stream_stats_carry_the_worker_rss_and_stage_marks(generated, tmp_path, processes, ext):
+    # Returned with each run, not kept in the module: the forked worker's peak RSS (from wait4) and
+    # every stage each process reached, the worker's included, without debug logging on.
+    s = A.augment_file(generated, str(tmp_path / ("stream" + ext)), engine="stream")
+    if processes:
+        assert s.worker_maxrss_kb > 1024  # a Python process: over 1 MB
+    else:
+        assert s.worker_maxrss_kb is None
+    main = [what for who, _t, what in s.stage_marks if who == "main"]
+    worker = [what for who, _t, what in s.stage_marks if who == "worker"]
+    assert main[:4] == ["read", "split", "indexed", "received the worker's index" if processes else "joined"]
+    assert main[-1] == "renamed"
+    assert worker == ([
+        "worker started", "worker split", "worker indexed", "worker sent index", "worker pre-parsed kernels",
+        "worker got costs", "worker rendered its part",
+        "worker compressed its part" if ext.endswith(".gz") else "worker wrote its part"] if processes else [])
+    for who in ("main", "worker"):
+        times = [t for w, t, _what in s.stage_marks if w == who]
+        assert times == sorted(times) and all(t >= 0 for t in times)
+    # The full engine has neither; they are not compared (they say how the run went, not what it did).
+    full = A.augment_file(generated, str(tmp_path / ("full" + ext)), engine="full")
+    assert full.worker_maxrss_kb is None and full.stage_marks == () and full == s
 
 
 def _dup_ext_trace(tmp_path, n_ops: int) -> str:
@@ -374,27 +409,27 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
     # A worker that dies before answering, after sending its index, or while writing (or, for .gz
     # output, compressing) its part of the output: the parent does that work itself and writes the
     # same JSON. (Forced on in both parametrizations.)
-    monkeypatch.setattr(A, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 0)
     full = str(tmp_path / "full.json")
     A.augment_file(generated, full, fast=False)
-    real = A._worker_main
+    real = S.worker_main
 
     def dies_at_once(*a):
         raise RuntimeError("worker gone")
 
-    def dies_before_writing(raw, gz, start, cut, join_type, rx, tx):
+    def dies_before_writing(clock, raw, gz, start, cut, join_type, rx, tx):
         # does its part of the split and the join as the real one does, then dies
         starts, ends, end = tf.split_last_events(raw, cut - 1)
-        base = A._get(rx)
+        base = W.get(rx)
         part = join_type(load=lambda i: None)
-        assert A._join_range(raw, starts, ends, 0, len(starts), part, base)
-        A._put(tx, (end, starts.tobytes(), ends.tobytes(), part.state()))
-        A._get(rx)
+        assert P.join_range(raw, starts, ends, 0, len(starts), part, base)
+        W.put(tx, (end, starts.tobytes(), ends.tobytes(), part.state()))
+        W.get(rx)
         raise RuntimeError("worker gone")
 
-    def dies_while_writing(raw, gz, start, cut, join_type, rx, tx):
+    def dies_while_writing(clock, raw, gz, start, cut, join_type, rx, tx):
         # the real worker, up to where it is told where its part goes: it scribbles there and dies
-        get = A._get
+        get = W.get
 
         seen = []
 
@@ -411,19 +446,19 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
                 raise RuntimeError("worker gone")      # parent's part of a .gz output; it is compressing
             return got
 
-        A._get = get_then_scribble  # in this forked process only
-        real(raw, gz, start, cut, join_type, rx, tx)
+        W.get = get_then_scribble  # in this forked process only
+        real(clock, raw, gz, start, cut, join_type, rx, tx)
 
     for fake, said in ((dies_at_once, "parsing its part here"), (dies_before_writing, "writing its part here"),
                        (dies_while_writing, "writing its part here")):
         caplog.clear()
-        monkeypatch.setattr(A, "_worker_main", fake)
+        monkeypatch.setattr(S, "worker_main", fake)
         out = str(tmp_path / (fake.__name__ + ext))
-        A.augment_file(generated, out, fast=True)
+        stats = A.augment_file(generated, out, fast=True)
         assert _load(out) == _load(full)
         assert said in caplog.text
-        assert len(A.WORKER_MAXRSS_KB) == 1  # it was forked and reaped
-    monkeypatch.setattr(A, "_worker_main", real)
+        assert stats.worker_maxrss_kb > 0  # it was forked and reaped
+    monkeypatch.setattr(S, "worker_main", real)
     assert not [f for f in os.listdir(tmp_path) if f.endswith((".part", ".tmp"))]  # no leftovers
 
 
@@ -475,7 +510,7 @@ def test_worker_forked_while_another_thread_runs(generated, tmp_path, processes,
         full, fast, s_full, s_fast = _both(generated, tmp_path, ext)
         assert t.is_alive() and threading.active_count() >= 2
     assert fast == full and s_fast == s_full
-    assert len(A.WORKER_MAXRSS_KB) == (1 if processes else 0)
+    assert (s_fast.worker_maxrss_kb is not None) == processes
     assert not [w for w in warned if "fork" in str(w.message)]
     assert "worker" not in caplog.text  # neither "the fast-path worker failed" nor "exited with status"
 
@@ -506,7 +541,7 @@ def test_worker_never_logs(generated, tmp_path, processes):
         logger.removeHandler(handler)
         logger.setLevel(level)
     assert fast == full and s_fast == s_full
-    assert len(A.WORKER_MAXRSS_KB) == (1 if processes else 0)
+    assert (s_fast.worker_maxrss_kb is not None) == processes
     worker_marks = [m for m in messages if m.startswith("fast path [worker]")]
     assert [m.rsplit(": ", 1)[1] for m in worker_marks] == ([
         "worker started", "worker split", "worker indexed", "worker sent index", "worker pre-parsed kernels",
@@ -515,7 +550,7 @@ def test_worker_never_logs(generated, tmp_path, processes):
 
 
 def test_worker_loads_no_module(generated, tmp_path, processes):
-    # All the forked worker uses is imported before the fork (augment._Worker): it loads no module,
+    # All the forked worker uses is imported before the fork (fastpath.worker.Worker): it loads no module,
     # also with torch imported, when the parent imports inductor_perf.devices for the device row
     # after the fork. A fresh interpreter, since this one has loaded nearly everything already.
     import subprocess
@@ -527,8 +562,9 @@ def test_worker_loads_no_module(generated, tmp_path, processes):
     code = ("import json, os, sys\n"
             "import torch\n"
             "from inductor_perf import augment as A\n"
-            "A.PARALLEL_MIN_BYTES = 0\n"
-            "real = A._worker_main\n"
+            "from inductor_perf.fastpath import stream as S\n"
+            "S.PARALLEL_MIN_BYTES = 0\n"
+            "real = S.worker_main\n"
             "def watched(*args):\n"
             "    before, finished = set(sys.modules), False\n"
             "    try:\n"
@@ -537,10 +573,10 @@ def test_worker_loads_no_module(generated, tmp_path, processes):
             "    finally:\n"
             f"        with open(os.path.join({d!r}, 'worker%d' % os.getpid()), 'w') as f:\n"
             "            json.dump([sorted(set(sys.modules) - before), finished], f)\n"
-            "A._worker_main = watched\n"
+            "S.worker_main = watched\n"
             "for ext in ('.json', '.json.gz'):\n"
             f"    s = A.augment_file({generated!r}, os.path.join({d!r}, 'out' + ext), fast=True)\n"
-            "    assert s.peaks_known and len(A.WORKER_MAXRSS_KB) == 1, (s, A.WORKER_MAXRSS_KB)\n"
+            "    assert s.peaks_known and s.worker_maxrss_kb > 0, s\n"
             "print('inductor_perf.devices' in sys.modules)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr

@@ -113,13 +113,14 @@ def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory,
     # worker) and through the full load: the same JSON and stats, or the same one-line error.
     pytest.importorskip("orjson")
     from inductor_perf import augment as A
+    from inductor_perf.fastpath import stream as S
 
     d = tmp_path_factory.mktemp("fuzzfast")
     src = d / "in.json"
     src.write_text(json.dumps(trace, indent=indent))  # NaN / Infinity written as such: not JSON
     before = src.read_bytes()
-    saved = A.PARALLEL_MIN_BYTES
-    A.PARALLEL_MIN_BYTES = 0 if two else 1 << 62
+    saved = S.PARALLEL_MIN_BYTES
+    S.PARALLEL_MIN_BYTES = 0 if two else 1 << 62
     try:
         got = []
         for fast in (False, True):
@@ -132,6 +133,6 @@ def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory,
                 text = gzip.decompress(out.read_bytes()) if ext.endswith(".gz") else out.read_bytes()
                 got.append((_as_orjson_reads(json.loads(text, parse_constant=_strict)), stats))
     finally:
-        A.PARALLEL_MIN_BYTES = saved
+        S.PARALLEL_MIN_BYTES = saved
     assert got[0] == got[1]
     assert src.read_bytes() == before  # the input is never modified

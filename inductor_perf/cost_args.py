@@ -1,0 +1,186 @@
+"""What augmentation writes on one event: the args of an :class:`EventCost` measured against a
+device's roofs (its peak for the cost's dtype, its memory bandwidth), and the device row a trace
+names.
+
+Shared by both engines of :func:`augment.augment_file`: :func:`augment.augment_trace` (the whole
+trace as dicts) and :mod:`inductor_perf.fastpath` (event bytes spliced), so that both write the
+same args in the same order.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from typing import Any, Callable
+
+from . import events as evs
+from .event_cost import AugmentStats, EventCost
+
+log = logging.getLogger(__name__)
+
+
+def augment_event(ev: dict, cost: EventCost, device: Any, device_events_only: bool,
+                  peak_cache: dict[tuple[Any, bool], float | None], bandwidth: float | None,
+                  stats: AugmentStats) -> dict:
+    """A copy of ``ev`` whose new ``args`` dict carries ``cost``'s args; counts it in ``stats``."""
+    use_device = device is not None and (not device_events_only or evs.category(ev) not in evs.CPU_SCOPE_CATS)
+    peak = None
+    if use_device:
+        key = (cost.dtype, cost.matmul_flops > 0)
+        if key not in peak_cache:
+            peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
+        peak = peak_cache[key]
+    args = dict(evs.event_args(ev))
+    dur = evs.number(ev.get("dur"))
+    if dur is None or dur <= 0:
+        stats.nonpositive_dur += 1
+        dur = None
+    args.update(cost_args(cost, dur, peak, bandwidth if use_device else None))
+    new_ev = dict(ev)
+    new_ev["args"] = args
+    stats.events_augmented += 1
+    if peak is not None:
+        stats.peaks_known = True
+    return new_ev
+
+
+def _finite(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _ratio(num: float, den: float) -> float | None:
+    try:
+        return _finite(num / den)
+    except (OverflowError, ZeroDivisionError):
+        return None
+
+
+def cost_args(cost: EventCost, dur_us: float | None, peak_tflops: float | None,
+              bandwidth_gbs: float | None) -> dict[str, Any]:
+    """The args ``cost`` adds to an event of ``dur_us`` against these roofs (None: unknown)."""
+    head, tail = static_args(cost)
+    return args_for(head, tail, int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written), dur_us,
+                    peak_tflops, bandwidth_gbs)
+
+
+def static_args(cost: EventCost) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The args of ``cost`` that do not depend on the event: those before the achieved numbers,
+    and those after ``roofline_bound`` (None values left out)."""
+    nbytes = int(cost.bytes_read) + int(cost.bytes_written)
+    head: dict[str, Any] = {
+        evs.KERNEL_FLOP: int(cost.flops),
+        evs.KERNEL_MATMUL_FLOP: int(cost.matmul_flops),
+        evs.KERNEL_NUM_GB: _ratio(nbytes, 1e9),
+    }
+    if cost.cost_source != "triton":
+        head[evs.KERNEL_BYTES_READ] = int(cost.bytes_read)
+        head[evs.KERNEL_BYTES_WRITTEN] = int(cost.bytes_written)
+    tail = {
+        evs.SOURCE: cost.source,
+        evs.MODULE_PATH: cost.module_path,
+        evs.NODE_NAMES: ", ".join(cost.node_names) if cost.node_names else None,
+        evs.STACK_TRACE: cost.stack_trace,
+        evs.KERNEL_KIND: cost.kind,
+        evs.GRAPH_ID: cost.graph_id,
+        evs.IS_BACKWARD: cost.is_backward,
+        evs.COST_SOURCE: cost.cost_source,
+        evs.EAGER_OPS: ", ".join(cost.eager_ops) if cost.eager_ops else None,
+        evs.KERNEL_DTYPE: str(cost.dtype).removeprefix("torch.") if cost.dtype is not None else None,
+    }
+    return ({k: v for k, v in head.items() if v is not None}, {k: v for k, v in tail.items() if v is not None})
+
+
+def args_for(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: int, dur_us: float | None,
+             peak_tflops: float | None, bandwidth_gbs: float | None) -> dict[str, Any]:
+    """``head``, the achieved numbers and roofline bound (:func:`roofline.classify`), then ``tail``."""
+    a = dict(head)
+    bound = "unknown"
+    if dur_us is not None:
+        # flop / µs / 1e6 = TFLOP/s; byte / µs / 1e3 = GB/s
+        v = _ratio(flops, dur_us * 1e6)
+        if v is not None:
+            a[evs.ACHIEVED_TFLOPS] = v
+        v = _ratio(nbytes, dur_us * 1e3)
+        if v is not None:
+            a[evs.ACHIEVED_GBPS] = v
+    if (peak_tflops or bandwidth_gbs) and flops >= 0 and nbytes >= 0:
+        point = _classify(flops, nbytes, dur_us or 0.0, peak_tflops, bandwidth_gbs)
+        if point is not None:
+            v = evs.number(point.flops_pct)
+            if v is not None:
+                a[evs.ACHIEVED_FLOPS_PCT] = v
+            v = evs.number(point.bandwidth_pct)
+            if v is not None:
+                a[evs.ACHIEVED_BANDWIDTH_PCT] = v
+            bound = str(point.bound) if point.bound else "unknown"
+    a[evs.ROOFLINE_BOUND] = bound
+    a.update(tail)
+    return a
+
+
+# --- device roofs --------------------------------------------------------------------------------
+def device_bandwidth(device: Any) -> float | None:
+    """The device's memory bandwidth in GB/s, or None (no device, or not a positive number)."""
+    if device is None:
+        return None
+    bw = evs.number(getattr(device, "mem_bandwidth_gbs", None))
+    return bw if bw and bw > 0 else None
+
+
+def device_peak(device: Any, dtype: Any, matmul: bool) -> float | None:
+    """The roof for ``dtype`` (torch.dtype or its name) on ``device`` (rows keyed either way); the
+    rules of :func:`devices.matmul_peak_tflops` / :func:`devices.vector_peak_tflops`, by name."""
+    from .device_table import dtype_name, matmul_peak_tflops, tf32_enabled, vector_peak_tflops
+
+    if dtype is None:
+        return None
+    try:
+        name = dtype_name(dtype)
+        value = (matmul_peak_tflops(device, name, tf32=name == "float32" and tf32_enabled()) if matmul
+                 else vector_peak_tflops(device, name))
+    except (KeyError, LookupError, ValueError, TypeError, AttributeError):
+        value = None
+    value = evs.number(value)
+    return value if value and value > 0 else None
+
+
+@functools.lru_cache(maxsize=None)
+def roofline_classify() -> Callable[..., Any]:
+    """:func:`roofline.classify`, imported on first use."""
+    # Looked up once: an import statement per augmented event costs ~10% of augmenting.
+    from .roofline import classify
+
+    return classify
+
+
+def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
+              bandwidth_gbs: float | None) -> Any:
+    try:
+        return roofline_classify()(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs)
+    except (ValueError, ZeroDivisionError, OverflowError) as e:
+        log.debug("roofline.classify failed: %s", e)
+        return None
+
+
+def device_from_trace(trace: dict) -> tuple[Any, str | None]:
+    """The device row for the trace's GPU (from ``deviceProperties``) and a note when there is none.
+    :func:`device_table.lookup` (torch-free: offline augmenting never imports torch)."""
+    props = trace.get("deviceProperties")
+    names = []
+    if isinstance(props, list):
+        names = [d.get("name") for d in props if isinstance(d, dict) and isinstance(d.get("name"), str)]
+    if not names:
+        return None, ("no GPU in the trace's deviceProperties: achieved % left out (peaks of the machine "
+                      "that recorded a CPU trace are unknown)")
+    name = names[0]
+    from .device_table import lookup as lookup_device
+
+    try:
+        spec = lookup_device(name)
+    except (KeyError, LookupError, ValueError) as e:
+        log.debug("lookup_device(%r): %s", name, e)
+        spec = None
+    if spec is None:
+        return None, f"unknown device {name!r}: achieved % left out"
+    return spec, None
