@@ -5,7 +5,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test setup test-matrix
+.PHONY: demo test setup test-matrix test-models
 
 # numpy: without it torch warns "Failed to initialize NumPy" at import, before anything of ours.
 $(BIN)/.installed: pyproject.toml Makefile
@@ -21,6 +21,10 @@ demo: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -ra
+
+# The rest of the real-model tier (T5, Mixtral; make test runs GPT-2 and BERT): marker "models".
+test-models: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -ra -m models tests/integration/test_real_models.py
 
 # The torch-version tier on 2.11, 2.12, 2.14 and 2.15, each in a cached venv (tools/test_matrix.sh).
 test-matrix:

@@ -79,16 +79,6 @@ def default_output_path(in_path: str | os.PathLike) -> str:
     return p + ".augmented.json"
 
 
-# --- file glue -----------------------------------------------------------------------------------
-def default_output_path(in_path: str | os.PathLike) -> str:
-    """``run.pt.trace.json.gz`` -> ``run.pt.trace.augmented.json.gz`` (same directory)."""
-    p = os.fspath(in_path)
-    for ext in (".json.gz", ".json"):
-        if p.endswith(ext):
-            return p[: -len(ext)] + ".augmented" + ext
-    return p + ".augmented.json"
-
-
 FAST_PATH_MIN_BYTES = 50_000_000
 """Traces whose JSON text is at least this large (:func:`trace_format.text_size`: a ``.gz`` file
 counts uncompressed) are augmented by the "stream" engine under ``engine="auto"``: events are

@@ -169,7 +169,7 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
             ensure_auto_capture()
         except Exception as e:
             _warn_once("inductor_perf: could not arm automatic capture (%s)", e)
-    from .tagging import parameter_names
+    from .module_paths import parameter_names
 
     inner = functools.partial(_tagging_inner_compile, markers=ours.get("inductor_perf.markers", True),
                               kernel_profile=kernel_profile, device_override=device_override,
@@ -228,7 +228,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                              param_names=param_names or {})
     try:
         graph.symbol_locators = _symbol_locators(example_inputs)
-        names = _frame_modules(graph)
+        names = _module_paths(graph)
         ctx = _collecting(collector, names)
         ctx.__enter__()
     except Exception as e:  # the hook could not be installed: compile untagged
@@ -263,9 +263,9 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
         if ctx is not None:
             ctx.__exit__(None, None, None)
     try:
-        from . import frame_modules
+        from . import module_paths
 
-        with frame_modules.naming(names):  # finish() names the nodes' modules
+        with module_paths.naming(names):  # finish() names the nodes' modules
             _finish_tags(graph, collector, compiled, cache_hit=cache_hit)
     except Exception as e:
         graph.tagged = False
@@ -290,10 +290,10 @@ _FRAME_NAMES: "OrderedDict[str, Any]" = OrderedDict()
 _FRAME_NAMES_KEPT = 64
 
 
-def _frame_modules(graph: GraphTags) -> Any:
-    from . import frame_modules
+def _module_paths(graph: GraphTags) -> Any:
+    from . import module_paths
 
-    names = None if graph.is_backward else frame_modules.from_stack()
+    names = None if graph.is_backward else module_paths.from_stack()
     key = graph.compile_id
     if key is None:
         return names
@@ -307,11 +307,11 @@ def _frame_modules(graph: GraphTags) -> Any:
 
 @contextlib.contextmanager
 def _collecting(collector: Any, names: Any) -> Iterator[None]:
-    """Tag collection for one graph, its module paths named in the model (:mod:`frame_modules`)."""
-    from . import frame_modules
+    """Tag collection for one graph, its module paths named in the model (:mod:`module_paths`)."""
+    from . import module_paths
     from .tagging import collecting
 
-    with collecting(collector), frame_modules.naming(names):
+    with collecting(collector), module_paths.naming(names):
         yield
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import math
 from typing import Any, Callable
 
 from . import events as evs
@@ -45,13 +44,9 @@ def augment_event(ev: dict, cost: EventCost, device: Any, device_events_only: bo
     return new_ev
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
 def _ratio(num: float, den: float) -> float | None:
     try:
-        return _finite(num / den)
+        return evs.number(num / den)
     except (OverflowError, ZeroDivisionError):
         return None
 

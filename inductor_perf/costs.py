@@ -4,7 +4,8 @@ Conventions (also in docs/costs.md):
 
 * **Matmul FLOPs** (mm, addmm, bmm, baddbmm, convolution and its backward, attention) use
   ``torch.utils.flop_counter.flop_registry`` - the same formulas as FlopCounterMode - plus our own
-  formulas for ops it lacks: CPU flash attention forward/backward and the mkldnn/mkl ops that
+  formulas for ops it lacks: CPU flash attention forward/backward, grouped matmuls (MoE experts:
+  ``aten._grouped_mm`` and transformers' ``grouped_mm_fallback``) and the mkldnn/mkl ops that
   freezing produces.
 * **Elementwise FLOPs**: every pointwise aten op (``torch.Tag.pointwise``) counts 1 FLOP per output
   element, except pure data movement and selection (copies, dtype conversion, ``where``, fills),
@@ -139,12 +140,41 @@ def _cpu_flash_bwd_flop(grad_out_shape, q_shape, k_shape, v_shape, *args, out_sh
     return sdpa_backward_flop_count(grad_out_shape, q_shape, k_shape, v_shape)
 
 
+def _grouped_mm_flop(a_shape, b_shape, *args, out_shape=None, **kwargs) -> Expr:
+    """Grouped matmul (MoE experts): every output element is a K-long dot product, 2 FLOPs per
+    multiply-add, ``K = a[-1]``; for two 2-D operands (the weight gradient: groups split K, the
+    output stacks one (M, N) block per group) the groups' K add up to ``a[1]``."""
+    if len(a_shape) == 2 and len(b_shape) == 2:
+        return 2 * a_shape[0] * a_shape[1] * b_shape[1]
+    return 2 * math.prod(_first_out(out_shape)) * a_shape[-1]
+
+
+def _grouped_mm_bwd_flop(input_shape, weight_shape, offs_shape, grad_out_shape, *args, out_shape=None,
+                         **kwargs) -> Expr:
+    """Backward of a 2-D x 3-D grouped matmul: the input and the weight gradient, each as many
+    FLOPs as the forward (``2 * rows * K * N``)."""
+    return 2 * (2 * input_shape[0] * input_shape[-1] * grad_out_shape[-1])
+
+
+# Ops outside aten whose FLOPs their inputs determine, by qualified name (their namespace may be
+# registered after our first compile): transformers' grouped matmul, which its MoE layers call under
+# torch.compile where torch's own grouped_mm is not supported (float32).
+_NAMED_FORMULAS: dict[str, Callable[..., Expr]] = {
+    "transformers::grouped_mm_fallback": _grouped_mm_flop,
+    "transformers::grouped_mm_fallback_backward": _grouped_mm_bwd_flop,
+}
+
+
 def _extra_formulas() -> dict[Any, Callable[..., Expr]]:
     aten = torch.ops.aten
     table: dict[Any, Callable[..., Expr]] = {
         aten._scaled_dot_product_flash_attention_for_cpu: _cpu_flash_fwd_flop,
         aten._scaled_dot_product_flash_attention_for_cpu_backward: _cpu_flash_bwd_flop,
     }
+    for name in ("_grouped_mm", "grouped_mm"):  # torch.nn.functional.grouped_mm (MoE experts)
+        packet = getattr(aten, name, None)
+        if packet is not None:
+            table[packet] = _grouped_mm_flop
     mkldnn = getattr(torch.ops, "mkldnn", None)
     if mkldnn is not None:
         for name, fn in (("_linear_pointwise", None), ("_convolution_pointwise", None),
@@ -188,7 +218,7 @@ def _overload_formula(target: Any) -> Callable[..., Expr] | None:
     packet = target.overloadpacket
     if packet in flop_registry:
         return flop_registry[packet]
-    fn = _extras().get(packet)
+    fn = _extras().get(packet) or _NAMED_FORMULAS.get(getattr(packet, "_qualified_op_name", ""))
     if fn is None:
         return None
     # mkldnn binary variants take an extra "other" tensor before the weight.
@@ -261,7 +291,8 @@ def _matmul_flops(formula: Callable[..., Any], node: torch.fx.Node) -> Expr:
         # tensors, so nothing is guarded.
         args, kwargs, out = tree_map(_val_to_shape, (node.args, node.kwargs, val))
         return to_expr(formula(*args, out_val=out, **kwargs))
-    if formula in _extras().values() or formula in (_mkldnn_linear_binary_flop, _mkldnn_conv_binary_flop):
+    if formula in _extras().values() or formula in _NAMED_FORMULAS.values() \
+            or formula in (_mkldnn_linear_binary_flop, _mkldnn_conv_binary_flop):
         args, kwargs, out = tree_map(_val_to_shape, (node.args, node.kwargs, val))
         return to_expr(formula(*args, out_shape=out, **kwargs))
     # Raw registry formulas (GPU flash/efficient attention) read tensors themselves.

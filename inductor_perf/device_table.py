@@ -19,8 +19,9 @@ import re
 import sys
 import threading
 from dataclasses import dataclass, field
+from collections import abc
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Union
 
 from . import config
 from .errors import DeviceSpecError
@@ -71,7 +72,40 @@ def _peaks(*pairs: tuple[Union["torch.dtype", str], float]) -> Mapping[PeakKey, 
     return MappingProxyType(out)
 
 
-def _named(peaks: Mapping[Any, float], where: str) -> Mapping[PeakKey, float]:
+class Peaks(abc.Mapping):
+    """Read-only peaks keyed by dtype name. Looking one up by ``torch.dtype`` converts it at the
+    edge (``peaks[torch.bfloat16]`` is ``peaks["bfloat16"]``), so code written against torch
+    dtypes keeps working; iteration yields the names."""
+
+    __slots__ = ("_by_name",)
+
+    def __init__(self, by_name: Mapping[PeakKey, float]) -> None:
+        self._by_name = dict(by_name)
+
+    def __getitem__(self, key: Any) -> float:
+        try:
+            return self._by_name[key]
+        except KeyError:
+            if isinstance(key, str):
+                raise
+        except TypeError:  # an unhashable key
+            raise KeyError(key) from None
+        try:
+            return self._by_name[dtype_name(key)]
+        except TypeError:
+            raise KeyError(key) from None
+
+    def __iter__(self) -> Iterator[PeakKey]:
+        return iter(self._by_name)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+    def __repr__(self) -> str:
+        return f"Peaks({self._by_name!r})"
+
+
+def _named(peaks: Mapping[Any, float], where: str) -> Peaks:
     """``peaks`` keyed by dtype name (a caller's torch.dtype keys converted), values as given."""
     out: dict[PeakKey, float] = {}
     for key, value in peaks.items():
@@ -79,7 +113,7 @@ def _named(peaks: Mapping[Any, float], where: str) -> Mapping[PeakKey, float]:
         if name in out:
             raise DeviceSpecError(f"{where}: dtype {name!r} given twice")
         out[name] = value
-    return MappingProxyType(out)
+    return Peaks(out)
 
 
 @dataclass(frozen=True)

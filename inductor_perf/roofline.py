@@ -22,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from . import events as evs
+
 COMPUTE = "compute"
 MEMORY = "memory"
 LATENCY = "latency"
@@ -63,10 +65,6 @@ def _positive(x: float | None) -> float | None:
     return x if math.isfinite(x) and x > 0 else None
 
 
-def _finite(x: float) -> float | None:
-    return x if math.isfinite(x) else None
-
-
 def classify(flops: int, bytes_moved: int, duration_us: float, peak_tflops: float | None,
              bandwidth_gbs: float | None, *, latency_pct: float = DEFAULT_LATENCY_PCT,
              latency_us: float = DEFAULT_LATENCY_US,
@@ -87,15 +85,15 @@ def classify(flops: int, bytes_moved: int, duration_us: float, peak_tflops: floa
     bw = _positive(bandwidth_gbs)
     dur = _positive(duration_us)
 
-    intensity = _finite(flops / bytes_moved) if bytes_moved > 0 else None
+    intensity = evs.number(flops / bytes_moved) if bytes_moved > 0 else None
     # ridge in FLOP/byte: (TFLOP/s * 1e12) / (GB/s * 1e9)
-    ridge = _finite(peak * 1e3 / bw) if peak is not None and bw is not None else None
+    ridge = evs.number(peak * 1e3 / bw) if peak is not None and bw is not None else None
 
-    achieved_tflops = _finite(flops / dur / 1e6) if dur is not None else None  # FLOP/µs → TFLOP/s
-    achieved_gbps = _finite(bytes_moved / dur / 1e3) if dur is not None else None  # B/µs → GB/s
-    flops_pct = (_finite(100.0 * achieved_tflops / peak)
+    achieved_tflops = evs.number(flops / dur / 1e6) if dur is not None else None  # FLOP/µs → TFLOP/s
+    achieved_gbps = evs.number(bytes_moved / dur / 1e3) if dur is not None else None  # B/µs → GB/s
+    flops_pct = (evs.number(100.0 * achieved_tflops / peak)
                  if achieved_tflops is not None and peak is not None else None)
-    bandwidth_pct = (_finite(100.0 * achieved_gbps / bw)
+    bandwidth_pct = (evs.number(100.0 * achieved_gbps / bw)
                      if achieved_gbps is not None and bw is not None else None)
 
     # Which roof binds: memory when the kernel's intensity is left of the ridge. With no bytes

@@ -176,23 +176,21 @@ def _build_forest(events: list[_Ev]) -> dict[tuple[Any, Any], list[_Ev]]:
     Children of one node never overlap in the attribution below; an event that only partly overlaps
     an open one (a malformed trace) is attached to the nearest ancestor that contains it.
     """
-    by_thread: dict[tuple[Any, Any], list[_Ev]] = defaultdict(list)
-    for e in events:
-        by_thread[(e.pid, e.tid)].append(e)
+    by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+    for i, e in enumerate(events):
+        by_thread[(e.pid, e.tid)].append((e.ts, -e.dur, i))
+    order, parent = evs.nest_threads(by_thread, slack=1e-6)
     roots: dict[tuple[Any, Any], list[_Ev]] = {}
-    for key, evs in by_thread.items():
-        evs.sort(key=lambda e: (e.ts, -e.dur))
-        stack: list[_Ev] = []
+    for key, items in order.items():
         top: list[_Ev] = []
-        for e in evs:
-            while stack and not (e.ts < stack[-1].end and e.end <= stack[-1].end + 1e-6):
-                stack.pop()
-            if stack:
-                e.parent = stack[-1]
-                stack[-1].children.append(e)
-            else:
+        for _, _, i in items:
+            e = events[i]
+            p = parent.get(i)
+            if p is None:
                 top.append(e)
-            stack.append(e)
+            else:
+                e.parent = events[p]
+                events[p].children.append(e)
         roots[key] = top
     return roots
 

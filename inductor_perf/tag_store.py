@@ -21,7 +21,7 @@ from .trace_format import write_atomic
 # convention never reads tags computed by older code.
 TAG_FORMAT_VERSION = "1"
 _TAG_SOURCES = ("tags.py", "tagging.py", "costs.py", "backend.py", "tag_store.py",
-                "frame_modules.py")
+                "module_paths.py")
 
 
 @functools.lru_cache(maxsize=1)

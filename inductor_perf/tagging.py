@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import functools
 import logging
 import math
 import os
@@ -25,7 +24,8 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
-from . import costs, frame_modules
+from . import costs
+from .module_paths import _parameter_of, node_module_path
 from .tags import EXTERN, GENERATED, KernelTag, NodeInfo
 
 log = logging.getLogger(__name__)
@@ -63,100 +63,6 @@ def innermost_frame(stack_trace: str | None) -> str | None:
     user = [f for f in frames if not f[0].startswith(_TORCH_DIR)] or frames
     path, line = user[-1]
     return f"{path}:{line}"
-
-
-_SELF_PREFIX = re.compile(r"^L\[['\"][^'\"]+['\"]\]")
-_MODULES_ITEM = re.compile(r"\._modules\[['\"]([^'\"]+)['\"]\]")
-_GETATTR = re.compile(r"getattr\((.+), ['\"]([^'\"]+)['\"]\)")
-_INDEX = re.compile(r"\[['\"]?([^'\"\]]+)['\"]?\]")
-
-
-def normalize_module_path(path: str) -> str:
-    """Dynamo's module path -> a plain FQN.
-
-    >>> normalize_module_path("L['self'].encoder.layers[0].attn")
-    'encoder.layers.0.attn'
-    >>> normalize_module_path("L['self']._modules['fc']")
-    'fc'
-    """
-    p = path.strip()
-    while True:  # getattr(L['self'].layers, '0') -> L['self'].layers.0
-        m = _GETATTR.search(p)
-        if not m:
-            break
-        p = p[:m.start()] + f"{m.group(1)}.{m.group(2)}" + p[m.end():]
-    p = _SELF_PREFIX.sub("", p)
-    p = _MODULES_ITEM.sub(r".\1", p)
-    p = _INDEX.sub(r".\1", p)
-    return p.strip(".")
-
-
-def node_module_path(node: torch.fx.Node) -> str | None:
-    """FQN of the innermost nn.Module a node came from; "" for the root module; None if unknown.
-    Backward nodes carry only ``fwd_nn_module_stack`` (the forward node's stack). Paths are the
-    model's own (:mod:`frame_modules`), also in frames that run after a graph break."""
-    meta = node.meta
-    stack = meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")
-    if not stack:
-        return frame_modules.frame_module() if meta.get("stack_trace") else None
-    key, last = list(stack.items())[-1]
-    named = frame_modules.module_of(key)  # its path in the model, also after a graph break
-    if named is not None:
-        return named
-    path = last[0] if isinstance(last, tuple) else str(last)
-    return normalize_module_path(path)
-
-
-# A Dynamo graph input that holds a module's parameter or buffer, by its source name:
-# L['self']._modules['layer1']._modules['0']._parameters['weight'] -> ("layer1.0", "weight").
-_PARAM_SOURCE = re.compile(r"^L\[['\"][^'\"]+['\"]\]((?:\._modules\[['\"][^'\"]+['\"]\])*)"
-                           r"\._(?:parameters|buffers)\[['\"]([^'\"]+)['\"]\]$")
-
-
-def parameter_names(gm: torch.fx.GraphModule) -> dict[int | str, str]:
-    """Qualified names (``layer1.0.weight``) of the parameters and buffers a Dynamo graph takes.
-
-    Keyed as AOTAutograd's input descriptors name them: by placeholder index (``PlainAOTInput.idx``;
-    Dynamo passes inlined modules' parameters as inputs) and by graph attribute (``ParamAOTInput``/
-    ``BufferAOTInput.target``, for modules Dynamo did not inline). Never raises, so tagging cannot
-    break a compile: when the sources cannot be read, one warning, and no names.
-    """
-    names: dict[int | str, str] = {}
-    try:
-        placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-        for i, node in enumerate(placeholders):
-            source = getattr(node.meta.get("grapharg"), "source", None)
-            text = getattr(source, "name", None)
-            text = text() if callable(text) else text  # a method in older torch, a property in 2.13
-            m = _PARAM_SOURCE.match(text) if isinstance(text, str) else None
-            if m:
-                names[i] = ".".join([*_MODULES_ITEM.findall(m.group(1)), m.group(2)])
-        for flat, fqn in (gm.meta.get("dynamo_flat_name_to_original_fqn") or {}).items():
-            names[str(flat)] = str(fqn)
-    except Exception as e:
-        _warn_no_parameter_names(f"{type(e).__name__}: {e}")
-        return {}
-    return names
-
-
-@functools.lru_cache(maxsize=1)
-def _warn_no_parameter_names(why: str) -> None:
-    # lru_cache(maxsize=1) logs the first failure, and a different one only when it changes.
-    log.warning("inductor_perf: cannot read the parameter names of Dynamo's graph inputs (%s); "
-                "kernels that read only parameters get no module or source", why)
-
-
-def _parameter_of(node: torch.fx.Node, names: Mapping[int | str, str]) -> str | None:
-    """The qualified name of the parameter or buffer an AOT graph placeholder holds, or None."""
-    if node.op != "placeholder" or not names:
-        return None
-    desc = node.meta.get("desc")
-    kind = type(desc).__name__
-    if kind == "PlainAOTInput":
-        return names.get(getattr(desc, "idx", None))  # type: ignore[arg-type]
-    if kind in ("ParamAOTInput", "BufferAOTInput"):
-        return names.get(getattr(desc, "target", None))  # type: ignore[arg-type]
-    return None
 
 
 def _dtype_name(dtype: torch.dtype) -> str:
@@ -462,8 +368,34 @@ def _attribution(nodes: Sequence[torch.fx.Node],
             if param is not None:
                 return param.rpartition(".")[0], param, None
     lead = _lead_node(nodes)
+    if lead is not None and not _has_origin(lead):
+        lead = _first_user_with_origin(nodes) or lead
     stack = lead.meta.get("stack_trace") if lead is not None else None
     return (node_module_path(lead) if lead is not None else None), innermost_frame(stack), stack
+
+
+def _has_origin(node: torch.fx.Node) -> bool:
+    meta = node.meta
+    return bool(meta.get("stack_trace") or meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack"))
+
+
+def _first_user_with_origin(nodes: Sequence[torch.fx.Node], depth: int = 4) -> torch.fx.Node | None:
+    """For a kernel whose nodes Inductor made up (the RNG seeds that dropout reads: no user line,
+    no module), the nearest node downstream that has them, breadth first within ``depth`` hops."""
+    seen = set(nodes)
+    frontier = list(nodes)
+    for _ in range(depth):
+        nxt = []
+        for n in frontier:
+            for u in n.users:
+                if u in seen:
+                    continue
+                if _has_origin(u):
+                    return u
+                seen.add(u)
+                nxt.append(u)
+        frontier = nxt
+    return None
 
 
 def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:

@@ -8,7 +8,6 @@ import gc
 import gzip
 import json
 import logging
-import math
 import os
 import re
 import tempfile
@@ -17,14 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from .errors import TraceFormatError
-from .events import (  # noqa: F401  (re-exported: the vocabulary moved to events.py)
-    KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN, ACHIEVED_TFLOPS,
-    ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND, SOURCE, MODULE_PATH,
-    NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE,
-    EAGER_OPS, KERNEL_DTYPE, ADDED_ARG_KEYS, CPU_OP_CATS, CPU_SCOPE_CATS, KERNEL_CATS,
-    RUNTIME_CATS, FLOW_CATS, number, category, event_args, complete_events,
-    device_kernels, cpu_ops, strict_json,
-)
+from .events import strict_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from array import array

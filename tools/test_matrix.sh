@@ -24,6 +24,7 @@ TIER=(
   tests/integration/test_tags_flops.py
   tests/integration/test_tags_bytes.py
   tests/integration/test_tags_zoo.py
+  tests/integration/test_tags_params.py
   tests/integration/test_capture.py
   tests/integration/test_dynamic.py
   tests/integration/test_caches.py

@@ -137,3 +137,25 @@ def test_matmul_tags_carry_module_and_source(attn_perf) -> None:
         assert mm
         assert {k.module_path for k in mm} == {"qkv", "out"}
         assert all(k.source and k.source.split(":")[0].endswith("conftest.py") for k in mm)
+
+
+def test_grouped_mm_flops_by_hand() -> None:
+    """MoE experts' grouped matmul (torch._grouped_mm; FlopCounterMode has no formula for it):
+    2 x rows x K x N forward, and the same again for each of the two backward grouped matmuls
+    (input gradient: (S, N) x (E, N, K); weight gradient: (K, S) x (S, N) split by group)."""
+    if not hasattr(torch, "_grouped_mm"):
+        pytest.skip("this torch has no torch._grouped_mm")
+    import inductor_perf
+
+    S, K, N, E = 24, 32, 16, 4
+    offs = torch.tensor([6, 12, 18, 24], dtype=torch.int32)
+    x = torch.randn(S, K, dtype=torch.bfloat16, requires_grad=True)
+    w = torch.randn(E, K, N, dtype=torch.bfloat16, requires_grad=True)
+    torch._dynamo.reset()
+    before = {g.instance_id for g in inductor_perf.graph_table()}
+    f = torch.compile(lambda a, b: torch._grouped_mm(a, b, offs=offs), backend="inductor_perf")
+    f(x, w).sum().backward()
+    graphs = [g for g in inductor_perf.graph_table() if g.instance_id not in before]
+    fwd = matmul_sum([g for g in graphs if not g.is_backward])
+    bwd = matmul_sum([g for g in graphs if g.is_backward])
+    assert (fwd, bwd) == (2 * S * K * N, 2 * (2 * S * K * N))

@@ -11,7 +11,7 @@ from types import MappingProxyType, SimpleNamespace
 import pytest
 import torch
 
-from inductor_perf import trace_format as tf
+from inductor_perf import events as evs
 from inductor_perf.augment import AugmentStats, EventCost, augment_file, augment_trace, costs_from_shapes
 from inductor_perf.trace_format import load_trace
 
@@ -60,26 +60,26 @@ def test_args_without_device():
     a = new["traceEvents"][0]["args"]
     # 2e6 FLOP in 10 µs = 0.2 TFLOP/s; 40,000 B in 10 µs = 4 GB/s
     assert a["keep"] == 1
-    assert a[tf.KERNEL_FLOP] == 2_000_000 and a[tf.KERNEL_MATMUL_FLOP] == 2_000_000
-    assert a[tf.KERNEL_NUM_GB] == pytest.approx(4e-5)
-    assert (a[tf.KERNEL_BYTES_READ], a[tf.KERNEL_BYTES_WRITTEN]) == (30_000, 10_000)
-    assert a[tf.ACHIEVED_TFLOPS] == pytest.approx(0.2) and a[tf.ACHIEVED_GBPS] == pytest.approx(4.0)
-    assert tf.ACHIEVED_FLOPS_PCT not in a and tf.ACHIEVED_BANDWIDTH_PCT not in a
-    assert a[tf.ROOFLINE_BOUND] == "unknown"
-    assert a[tf.SOURCE] == "model.py:12" and a[tf.MODULE_PATH] == "enc.layers.0"
-    assert a[tf.NODE_NAMES] == "mm_1, relu_2" and a[tf.KERNEL_KIND] == "extern"
-    assert a[tf.GRAPH_ID] == 0 and a[tf.IS_BACKWARD] is False and a[tf.COST_SOURCE] == "tag"
-    assert tf.STACK_TRACE not in a  # None values are omitted
+    assert a[evs.KERNEL_FLOP] == 2_000_000 and a[evs.KERNEL_MATMUL_FLOP] == 2_000_000
+    assert a[evs.KERNEL_NUM_GB] == pytest.approx(4e-5)
+    assert (a[evs.KERNEL_BYTES_READ], a[evs.KERNEL_BYTES_WRITTEN]) == (30_000, 10_000)
+    assert a[evs.ACHIEVED_TFLOPS] == pytest.approx(0.2) and a[evs.ACHIEVED_GBPS] == pytest.approx(4.0)
+    assert evs.ACHIEVED_FLOPS_PCT not in a and evs.ACHIEVED_BANDWIDTH_PCT not in a
+    assert a[evs.ROOFLINE_BOUND] == "unknown"
+    assert a[evs.SOURCE] == "model.py:12" and a[evs.MODULE_PATH] == "enc.layers.0"
+    assert a[evs.NODE_NAMES] == "mm_1, relu_2" and a[evs.KERNEL_KIND] == "extern"
+    assert a[evs.GRAPH_ID] == 0 and a[evs.IS_BACKWARD] is False and a[evs.COST_SOURCE] == "tag"
+    assert evs.STACK_TRACE not in a  # None values are omitted
 
 
 def test_args_with_fake_device():
     new, stats = augment_trace(small_trace(), {0: COST}, fake_device())
     a = new["traceEvents"][0]["args"]
     # 0.2 of 100 TFLOP/s = 0.2 %; 4 of 1000 GB/s = 0.4 %
-    assert a[tf.ACHIEVED_FLOPS_PCT] == pytest.approx(0.2)
-    assert a[tf.ACHIEVED_BANDWIDTH_PCT] == pytest.approx(0.4)
+    assert a[evs.ACHIEVED_FLOPS_PCT] == pytest.approx(0.2)
+    assert a[evs.ACHIEVED_BANDWIDTH_PCT] == pytest.approx(0.4)
     # intensity 2e6 / 4e4 = 50 FLOP/B < ridge 100e12 / 1000e9 = 100 -> left of the ridge
-    assert a[tf.ROOFLINE_BOUND] in ("memory", "latency")
+    assert a[evs.ROOFLINE_BOUND] in ("memory", "latency")
     assert stats.peaks_known
 
 
@@ -87,22 +87,22 @@ def test_unknown_dtype_peak_leaves_flops_pct_out():
     cost = EventCost(flops=10, matmul_flops=10, bytes_read=4, bytes_written=4, dtype=torch.float8_e5m2)
     new, _ = augment_trace(small_trace(), {0: cost}, fake_device())
     a = new["traceEvents"][0]["args"]
-    assert tf.ACHIEVED_FLOPS_PCT not in a
-    assert a[tf.ACHIEVED_BANDWIDTH_PCT] == pytest.approx(8 / 10 / 1e3 / 1000 * 100)
+    assert evs.ACHIEVED_FLOPS_PCT not in a
+    assert a[evs.ACHIEVED_BANDWIDTH_PCT] == pytest.approx(8 / 10 / 1e3 / 1000 * 100)
 
 
 def test_nonpositive_and_missing_dur():
     new, stats = augment_trace(small_trace(), {2: COST, 3: COST}, None)
     for i in (2, 3):
         a = new["traceEvents"][i]["args"]
-        assert tf.ACHIEVED_TFLOPS not in a and a[tf.KERNEL_FLOP] == 2_000_000
+        assert evs.ACHIEVED_TFLOPS not in a and a[evs.KERNEL_FLOP] == 2_000_000
     assert stats.nonpositive_dur == 2
 
 
 def test_triton_cost_has_no_read_write_split():
     cost = EventCost(flops=5, matmul_flops=0, bytes_read=1_000_000_000, bytes_written=0, cost_source="triton")
     a = augment_trace(small_trace(), {1: cost}, None)[0]["traceEvents"][1]["args"]
-    assert a[tf.KERNEL_NUM_GB] == 1.0 and tf.KERNEL_BYTES_READ not in a and a[tf.COST_SOURCE] == "triton"
+    assert a[evs.KERNEL_NUM_GB] == 1.0 and evs.KERNEL_BYTES_READ not in a and a[evs.COST_SOURCE] == "triton"
 
 
 def test_never_non_finite():
@@ -118,8 +118,8 @@ def test_device_events_only_skips_cpu_ops():
     trace = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 0, "dur": 10.0},
                              {"ph": "X", "cat": "kernel", "ts": 0, "dur": 10.0}]}
     new, _ = augment_trace(trace, {0: COST, 1: COST}, fake_device(), device_events_only=True)
-    assert tf.ACHIEVED_FLOPS_PCT not in new["traceEvents"][0]["args"]
-    assert tf.ACHIEVED_FLOPS_PCT in new["traceEvents"][1]["args"]
+    assert evs.ACHIEVED_FLOPS_PCT not in new["traceEvents"][0]["args"]
+    assert evs.ACHIEVED_FLOPS_PCT in new["traceEvents"][1]["args"]
 
 
 def test_out_of_range_index_is_our_bug():
@@ -139,13 +139,13 @@ def test_upstream_example_our_numbers():
     trace = load_trace(UPSTREAM)
     costs, _ = costs_from_shapes(trace)
     new, _ = augment_trace(trace, costs, None)
-    flops = {e["name"]: e["args"].get(tf.KERNEL_FLOP) for e in new["traceEvents"] if e["cat"] == "kernel"}
+    flops = {e["name"]: e["args"].get(evs.KERNEL_FLOP) for e in new["traceEvents"] if e["cat"] == "kernel"}
     # addmm: 2 * 1 * 2048 * 1000 (the same number upstream expects)
     assert flops["void cutlass_addmm"] == 4_096_000
     # conv 1x3x224x224 * 64x3x7x7, stride 2, padding 3: 64 * 112 * 112 * 3 * 49 * 2 (INTEROP.md)
     assert flops["void convolution_kernel"] == 236_027_904
     # counted once: none of the CPU ops carries a cost in a GPU trace
-    assert all(tf.KERNEL_FLOP not in e["args"] for e in new["traceEvents"] if e["cat"] == "cpu_op")
+    assert all(evs.KERNEL_FLOP not in e["args"] for e in new["traceEvents"] if e["cat"] == "cpu_op")
 
 
 def test_upstream_example_upstream_numbers():
@@ -167,7 +167,7 @@ def test_augment_file_upstream_example_gets_peaks_from_device_properties(tmp_pat
     stats = augment_file(src)
     out = load_trace(tmp_path / "u.augmented.json")
     k = [e for e in out["traceEvents"] if e["name"] == "void convolution_kernel"][0]["args"]
-    assert k[tf.ROOFLINE_BOUND] != "unknown" and tf.ACHIEVED_FLOPS_PCT in k
+    assert k[evs.ROOFLINE_BOUND] != "unknown" and evs.ACHIEVED_FLOPS_PCT in k
     assert stats.events_augmented == 2 and stats.peaks_known
 
 

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from inductor_perf import cli
-from inductor_perf import trace_format as tf
+from inductor_perf import events as evs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 
@@ -45,7 +45,7 @@ def test_cpu_trace_gz_default_output(tmp_path, capsys):
     assert "peaks of the machine that recorded a CPU trace are unknown" in lines[0]
     data = json.loads(gzip.decompress(out.read_bytes()), parse_constant=lambda c: 1 / 0)
     mm = [e for e in data["traceEvents"] if e["name"] == "aten::mm"][0]["args"]
-    assert mm[tf.KERNEL_FLOP] == 201_326_592 and tf.ACHIEVED_FLOPS_PCT not in mm
+    assert mm[evs.KERNEL_FLOP] == 201_326_592 and evs.ACHIEVED_FLOPS_PCT not in mm
 
 
 def test_explicit_output(tmp_path, capsys):
@@ -117,8 +117,8 @@ def test_hostile_events_give_counts(tmp_path, capsys):
     # has it too) and which has no correlation to disambiguate: its cost falls back to the CPU op.
     out = json.loads((tmp_path / "h.augmented.json").read_text(), parse_constant=lambda c: 1 / 0)
     assert len(out["traceEvents"]) == len(ev)
-    assert out["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 4_096_000  # aten::addmm
-    assert tf.KERNEL_FLOP not in out["traceEvents"][3]["args"]
+    assert out["traceEvents"][2]["args"][evs.KERNEL_FLOP] == 4_096_000  # aten::addmm
+    assert evs.KERNEL_FLOP not in out["traceEvents"][3]["args"]
 
 
 class _Tty(io.StringIO):

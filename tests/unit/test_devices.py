@@ -46,7 +46,7 @@ def test_peaks_helper_refuses_duplicate_keys():
 
 def test_every_row_is_immutable_and_built_through_peaks():
     for r in devices.DEVICE_TABLE:
-        assert type(r.peak_tflops).__name__ == "mappingproxy", r.name
+        assert type(r.peak_tflops).__name__ == "Peaks", r.name  # read-only: no __setitem__
         with pytest.raises(TypeError):
             r.peak_tflops["float32"] = 1.0  # type: ignore[index]
 
@@ -531,3 +531,14 @@ def test_devicespec_built_with_torch_dtypes_stores_names():
 def test_override_accepts_torch_dtype_keys():
     spec = devices.parse_device_override({**GOOD, "peak_tflops": {torch.bfloat16: 400, "tf32": 200}})
     assert dict(spec.peak_tflops) == {"bfloat16": 400.0, "tf32": 200.0}
+
+
+def test_peaks_read_by_torch_dtype_as_by_name():
+    """Rows are keyed by dtype name; a torch.dtype lookup converts at the edge (H100 SXM datasheet:
+    989.5 dense BF16 TFLOP/s)."""
+    spec = lookup_device("NVIDIA H100 80GB HBM3")
+    assert spec.peak_tflops[torch.bfloat16] == spec.peak_tflops["bfloat16"] == 989.5
+    assert torch.bfloat16 in spec.peak_tflops and "bfloat16" in set(spec.peak_tflops)
+    assert spec.peak_tflops.get(torch.complex32) is None
+    with pytest.raises(KeyError):
+        spec.peak_tflops["no_such_dtype"]

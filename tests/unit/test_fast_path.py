@@ -19,6 +19,7 @@ import pytest
 from inductor_perf import augment as A
 from inductor_perf import cost_args, fastpath
 from inductor_perf import trace_format as tf
+from inductor_perf import events as evs
 from inductor_perf.fastpath import parse as P
 from inductor_perf.fastpath import render as R
 from inductor_perf.fastpath import stream as S
@@ -120,10 +121,10 @@ def test_fast_path_costs_hand_computed_mm(tmp_path):
     got = json.loads(out.read_text())
     assert got["traceName"] == "t" and got["schemaVersion"] == 1
     kernel_args = got["traceEvents"][2]["args"]
-    assert kernel_args[tf.KERNEL_FLOP] == 33_554_432
-    assert kernel_args[tf.KERNEL_BYTES_READ] + kernel_args[tf.KERNEL_BYTES_WRITTEN] == 917_504
+    assert kernel_args[evs.KERNEL_FLOP] == 33_554_432
+    assert kernel_args[evs.KERNEL_BYTES_READ] + kernel_args[evs.KERNEL_BYTES_WRITTEN] == 917_504
     assert got["traceEvents"][3] == events[3]
-    assert tf.KERNEL_FLOP not in got["traceEvents"][0]["args"]
+    assert evs.KERNEL_FLOP not in got["traceEvents"][0]["args"]
 
 
 def _write(tmp_path, text: str) -> str:
@@ -175,7 +176,7 @@ def test_unexpected_layout_falls_back(name, tmp_path):
     assert fast == full
     assert s_fast == s_full
     # The mm op is costed in every case: 2*4*8*2 = 128 FLOPs (kernel dur NaN: on the kernel still).
-    assert any(e.get("args", {}).get(tf.KERNEL_FLOP) == 128 for e in fast["traceEvents"] if isinstance(e, dict))
+    assert any(e.get("args", {}).get(evs.KERNEL_FLOP) == 128 for e in fast["traceEvents"] if isinstance(e, dict))
 
 
 def test_empty_events_fast(tmp_path):
@@ -231,8 +232,8 @@ def test_flows_parsed_when_a_kernel_needs_them(tmp_path):
     assert _stream(src, tmp_path / "direct.json") is not None
     full, fast, s_full, s_fast = _both(src, tmp_path)
     assert fast == full and s_fast == s_full
-    assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128
-    assert tf.KERNEL_FLOP not in fast["traceEvents"][0]["args"]
+    assert fast["traceEvents"][2]["args"][evs.KERNEL_FLOP] == 128
+    assert evs.KERNEL_FLOP not in fast["traceEvents"][0]["args"]
     assert s_fast.kernels_without_launch == 0
 
 
@@ -247,7 +248,7 @@ def test_runtime_call_outside_its_op_joins_by_its_external_id(tmp_path):
     src = _write(tmp_path, text)
     full, fast, s_full, s_fast = _both(src, tmp_path)
     assert fast == full and s_fast == s_full
-    assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128
+    assert fast["traceEvents"][2]["args"][evs.KERNEL_FLOP] == 128
     assert s_fast.kernels_without_launch == 0
 
 
@@ -269,9 +270,9 @@ def test_spliced_and_reencoded_events_match_full_path(kernel, tmp_path):
     full, fast, s_full, s_fast = _both(src, tmp_path)
     assert fast == full and s_fast == s_full
     args = fast["traceEvents"][2]["args"]
-    assert args[tf.KERNEL_FLOP] == 128  # 2*4*8*2
-    assert args[tf.KERNEL_BYTES_READ] == (4 * 8 + 8 * 2) * 4 and args[tf.KERNEL_BYTES_WRITTEN] == 4 * 2 * 4
-    assert args[tf.ROOFLINE_BOUND] != "old"
+    assert args[evs.KERNEL_FLOP] == 128  # 2*4*8*2
+    assert args[evs.KERNEL_BYTES_READ] == (4 * 8 + 8 * 2) * 4 and args[evs.KERNEL_BYTES_WRITTEN] == 4 * 2 * 4
+    assert args[evs.ROOFLINE_BOUND] != "old"
 
 
 @pytest.mark.parametrize("kernel", [
@@ -291,8 +292,8 @@ def test_splice_checks_which_object_it_extends(kernel, tmp_path):
     assert _stream(src, tmp_path / "direct.json") is not None
     full, fast, s_full, s_fast = _both(src, tmp_path)
     assert fast == full and s_fast == s_full
-    assert fast["traceEvents"][2]["args"][tf.KERNEL_FLOP] == 128  # 2*4*8*2
-    assert tf.KERNEL_FLOP not in json.dumps(fast["traceEvents"][2].get("x", {}))
+    assert fast["traceEvents"][2]["args"][evs.KERNEL_FLOP] == 128  # 2*4*8*2
+    assert evs.KERNEL_FLOP not in json.dumps(fast["traceEvents"][2].get("x", {}))
 
 
 def test_fast_path_never_imports_torch(generated, tmp_path):
@@ -401,7 +402,7 @@ def test_duplicate_external_ids_across_the_split(tmp_path):
     assert fast == full and s_fast == s_full
     assert s_fast.duplicate_external_ids == 6
     # each kernel still gets its own op's cost through its correlation: 2*4*8*2 FLOPs
-    assert sum(1 for e in fast["traceEvents"] if e["args"].get(tf.KERNEL_FLOP) == 128) == 7
+    assert sum(1 for e in fast["traceEvents"] if e["args"].get(evs.KERNEL_FLOP) == 128) == 7
 
 
 @pytest.mark.parametrize("ext", [".json", ".json.gz"])
@@ -551,7 +552,7 @@ def test_worker_never_logs(generated, tmp_path, processes):
 
 def test_worker_loads_no_module(generated, tmp_path, processes):
     # All the forked worker uses is imported before the fork (fastpath.worker.Worker): it loads no module,
-    # also with torch imported, when the parent imports inductor_perf.devices for the device row
+    # also with torch imported, when the parent imports inductor_perf.device_table for the device row
     # after the fork. A fresh interpreter, since this one has loaded nearly everything already.
     import subprocess
     import sys
@@ -577,9 +578,9 @@ def test_worker_loads_no_module(generated, tmp_path, processes):
             "for ext in ('.json', '.json.gz'):\n"
             f"    s = A.augment_file({generated!r}, os.path.join({d!r}, 'out' + ext), fast=True)\n"
             "    assert s.peaks_known and s.worker_maxrss_kb > 0, s\n"
-            "print('inductor_perf.devices' in sys.modules)\n")
+            "print('inductor_perf.device_table' in sys.modules)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
-    assert r.stdout.strip() == "True"  # the torch-keyed device row was used
+    assert r.stdout.strip() == "True"  # the device row was looked up
     reports = [json.load(open(os.path.join(d, f))) for f in sorted(os.listdir(d)) if f.startswith("worker")]
     assert reports == [[[], True], [[], True]]

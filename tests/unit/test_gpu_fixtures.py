@@ -11,15 +11,16 @@ import pathlib
 import pytest
 
 from inductor_perf import trace_format as tf
+from inductor_perf import events as evs
 from inductor_perf.tag_join import costs_from_tags
 from inductor_perf.tags import GraphTags
 
 GPU = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 CASES = ("gpt_bf16", "gpt_cudagraphs", "resnet_block", "sanity")
-OUR_ARGS = {tf.KERNEL_FLOP, tf.KERNEL_MATMUL_FLOP, tf.KERNEL_NUM_GB, tf.KERNEL_BYTES_READ,
-            tf.KERNEL_BYTES_WRITTEN, tf.ACHIEVED_TFLOPS, tf.ACHIEVED_GBPS, tf.ACHIEVED_FLOPS_PCT,
-            tf.ACHIEVED_BANDWIDTH_PCT, tf.ROOFLINE_BOUND, tf.SOURCE, tf.MODULE_PATH, tf.NODE_NAMES,
-            tf.STACK_TRACE, tf.KERNEL_KIND, tf.GRAPH_ID, tf.IS_BACKWARD, tf.COST_SOURCE, tf.EAGER_OPS}
+OUR_ARGS = {evs.KERNEL_FLOP, evs.KERNEL_MATMUL_FLOP, evs.KERNEL_NUM_GB, evs.KERNEL_BYTES_READ,
+            evs.KERNEL_BYTES_WRITTEN, evs.ACHIEVED_TFLOPS, evs.ACHIEVED_GBPS, evs.ACHIEVED_FLOPS_PCT,
+            evs.ACHIEVED_BANDWIDTH_PCT, evs.ROOFLINE_BOUND, evs.SOURCE, evs.MODULE_PATH, evs.NODE_NAMES,
+            evs.STACK_TRACE, evs.KERNEL_KIND, evs.GRAPH_ID, evs.IS_BACKWARD, evs.COST_SOURCE, evs.EAGER_OPS}
 
 
 def _trace(case: str) -> dict:
@@ -45,11 +46,11 @@ def test_every_triton_kernel_tagged_with_achieved_pct(case):
     assert triton
     for _, e in triton:
         a = e["args"]
-        assert a[tf.KERNEL_NUM_GB] > 0 and a[tf.KERNEL_FLOP] >= 0, e["name"]
-        assert a[tf.ACHIEVED_BANDWIDTH_PCT] > 0 and tf.ACHIEVED_FLOPS_PCT in a, e["name"]
-        assert a[tf.ROOFLINE_BOUND] in ("compute", "memory", "latency"), e["name"]
-        assert a[tf.SOURCE].startswith("/") and ".py:" in a[tf.SOURCE]
-        assert tf.MODULE_PATH in a
+        assert a[evs.KERNEL_NUM_GB] > 0 and a[evs.KERNEL_FLOP] >= 0, e["name"]
+        assert a[evs.ACHIEVED_BANDWIDTH_PCT] > 0 and evs.ACHIEVED_FLOPS_PCT in a, e["name"]
+        assert a[evs.ROOFLINE_BOUND] in ("compute", "memory", "latency"), e["name"]
+        assert a[evs.SOURCE].startswith("/") and ".py:" in a[evs.SOURCE]
+        assert evs.MODULE_PATH in a
 
 
 def test_cuda_graph_capture_has_replays_and_their_kernels_tagged():
@@ -59,7 +60,7 @@ def test_cuda_graph_capture_has_replays_and_their_kernels_tagged():
     corr = {e["args"]["correlation"] for e in launches}
     replayed = [e for _, e in _kernels(trace) if e["args"].get("correlation") in corr]
     assert len(replayed) == 49  # 17 forward + 32 backward kernels, counted in the raw trace
-    assert all(tf.KERNEL_FLOP in e["args"] for e in replayed)
+    assert all(evs.KERNEL_FLOP in e["args"] for e in replayed)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -71,7 +72,7 @@ def test_join_redone_offline_from_the_tags_gives_the_same_costs(case):
     assert triton <= set(costs)
     for i, e in _kernels(written):
         if i in costs and e["name"].startswith("triton_"):
-            assert costs[i].flops == e["args"][tf.KERNEL_FLOP], e["name"]
+            assert costs[i].flops == e["args"][evs.KERNEL_FLOP], e["name"]
     if case == "gpt_cudagraphs":
         assert stats.graph_replay_kernels == 49
 

@@ -7,7 +7,8 @@ import json
 import pytest
 
 from inductor_perf.markers import MARKER_PREFIX, marker_name, parse_marker
-from inductor_perf.tagging import innermost_frame, normalize_module_path
+from inductor_perf.module_paths import normalize_module_path
+from inductor_perf.tagging import innermost_frame
 from inductor_perf.tags import GraphTags, KernelTag, NodeInfo, evaluate
 
 
@@ -145,7 +146,7 @@ def _placeholder_graph(sources: dict[str, object]):
 
 
 def test_parameter_names_of_dynamo_graph_inputs() -> None:
-    from inductor_perf.tagging import parameter_names
+    from inductor_perf.module_paths import parameter_names
 
     gm = _placeholder_graph({
         "w": "L['self']._modules['layer1']._modules['0']._parameters['weight']",
@@ -179,13 +180,13 @@ def test_kernel_reading_only_graph_inputs_belongs_to_its_first_parameter() -> No
 def test_parameter_names_never_raise(caplog) -> None:
     import logging
 
-    from inductor_perf.tagging import _warn_no_parameter_names, parameter_names
+    from inductor_perf.module_paths import _warn_no_parameter_names, parameter_names
 
     def boom() -> str:
         raise RuntimeError("source moved")
 
     _warn_no_parameter_names.cache_clear()
     gm = _placeholder_graph({"w": boom})
-    with caplog.at_level(logging.WARNING, logger="inductor_perf.tagging"):
+    with caplog.at_level(logging.WARNING, logger="inductor_perf.module_paths"):
         assert parameter_names(gm) == {} and parameter_names(gm) == {}
     assert [r.getMessage().count("source moved") for r in caplog.records] == [1]

@@ -12,6 +12,7 @@ import os
 import pytest
 
 from inductor_perf import trace_format as tf
+from inductor_perf import events as evs
 from inductor_perf.errors import TraceFormatError
 
 EVENTS = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1.5, "dur": 2, "pid": 1, "tid": 1,
@@ -169,9 +170,9 @@ def test_event_views():
         "not an event",
         {"ph": "X", "cat": "operator", "ts": 5.5, "dur": -1},
     ]}
-    assert [(i, ts, d) for i, _, ts, d in tf.cpu_ops(trace)] == [(0, 1.0, 2.0), (5, 5.5, -1.0)]
-    assert [(i, ts, d) for i, _, ts, d in tf.device_kernels(trace)] == [(1, 3.0, 0.0)]
-    assert tf.number(True) is None and tf.number(math.nan) is None and tf.number(10**400) is None
+    assert [(i, ts, d) for i, _, ts, d in evs.cpu_ops(trace)] == [(0, 1.0, 2.0), (5, 5.5, -1.0)]
+    assert [(i, ts, d) for i, _, ts, d in evs.device_kernels(trace)] == [(1, 3.0, 0.0)]
+    assert evs.number(True) is None and evs.number(math.nan) is None and evs.number(10**400) is None
 
 
 def test_read_trace_bytes_maps_plain_files_only(tmp_path):
