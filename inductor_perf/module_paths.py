@@ -42,8 +42,9 @@ _CURRENT: contextvars.ContextVar[FrameModules | None] = contextvars.ContextVar("
                                                                                 default=None)
 
 
-def _calling_modules() -> list[Any]:
-    """The modules whose ``__call__`` is on this thread's stack, innermost first."""
+def _calling_modules() -> list[tuple[Any, bool]]:
+    """The modules whose ``__call__`` is on this thread's stack, innermost first, each with whether
+    it is the model torch.compile wrapped (an OptimizedModule, unwrapped here)."""
     import torch
 
     out = []
@@ -53,22 +54,25 @@ def _calling_modules() -> list[Any]:
         if code.co_name == "_call_impl" and code.co_filename.endswith(_MODULE_PY):
             mod = f.f_locals.get("self")
             if isinstance(mod, torch.nn.Module):
-                out.append(getattr(mod, "_orig_mod", mod))  # torch.compile's OptimizedModule wraps it
+                inner = getattr(mod, "_orig_mod", None)
+                out.append((inner, True) if isinstance(inner, torch.nn.Module) else (mod, False))
         f = f.f_back
     return out
 
 
 def from_stack() -> FrameModules | None:
     """The names for a compile running now on this thread, or None when no module is being called
-    (a compiled function, or a backward graph compiled by the autograd engine)."""
+    (a compiled function, or a backward graph compiled by the autograd engine). The model is the
+    innermost module torch.compile wrapped (so ``DDP(torch.compile(m))`` names ``m``'s modules as
+    before), else the outermost module called."""
     mods = _calling_modules()
     if not mods:
         return None
-    root = mods[-1]
+    root = next((m for m, compiled in mods if compiled), mods[-1][0])
     names: dict[str, str] = {}
     for name, m in root.named_modules(remove_duplicate=False):
         names.setdefault(str(id(m)), name)  # a shared module keeps its first name
-    return FrameModules(names=names, frame_module=names.get(str(id(mods[0])), ""))
+    return FrameModules(names=names, frame_module=names.get(str(id(mods[0][0])), ""))
 
 
 @contextlib.contextmanager

@@ -7,7 +7,6 @@ import gzip
 import json
 import os
 import re
-import sys
 
 import pytest
 import torch

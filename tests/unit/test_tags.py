@@ -190,3 +190,47 @@ def test_parameter_names_never_raise(caplog) -> None:
     with caplog.at_level(logging.WARNING, logger="inductor_perf.module_paths"):
         assert parameter_names(gm) == {} and parameter_names(gm) == {}
     assert [r.getMessage().count("source moved") for r in caplog.records] == [1]
+
+
+def test_module_paths_from_the_stack_are_the_models_own():
+    """The model is the module torch.compile wrapped (an OptimizedModule keeps it as _orig_mod),
+    even inside a DDP-like wrapper; the frame's own module is the innermost one called."""
+    import torch
+    import torch.nn as nn
+
+    from inductor_perf import module_paths
+
+    class Probe(nn.Module):
+        def forward(self, x):
+            return module_paths.from_stack()
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.block = nn.Sequential(nn.Identity(), Probe())
+
+        def forward(self, x):
+            return self.block[1](x)
+
+    class Compiled(nn.Module):  # stands in for OptimizedModule: holds the model as _orig_mod
+        def __init__(self, m):
+            super().__init__()
+            self._orig_mod = m
+
+        def forward(self, x):
+            return self._orig_mod(x)
+
+    class Wrapper(nn.Module):  # DDP-like: the compiled model is its .module
+        def __init__(self, m):
+            super().__init__()
+            self.module = m
+
+        def forward(self, x):
+            return self.module(x)
+
+    model = Model()
+    for outer in (model, Compiled(model), Wrapper(Compiled(model))):
+        got = outer(torch.zeros(1))
+        assert got.frame_module == "block.1"
+        assert got.names[str(id(model.block))] == "block" and got.names[str(id(model))] == ""
+    assert module_paths.from_stack() is None  # no module called: nothing to name
