@@ -217,6 +217,18 @@ def _without_kineto_status() -> Iterator[None]:
                 os.write(2, b"".join(kept))
 
 
+@contextlib.contextmanager
+def quiet_profile(prof: Any) -> Iterator[Any]:
+    """``with prof:`` for a torch.profiler.profile, less Kineto's status lines at its start and stop."""
+    with _without_kineto_status():
+        prof.__enter__()
+    try:
+        yield prof
+    finally:
+        with _without_kineto_status():
+            prof.__exit__(None, None, None)
+
+
 class _Window:
     """A torch.profiler run whose trace ends up processed in ``out_dir``."""
 

@@ -339,14 +339,16 @@ def _profile_to(path: str, fn: Any, inputs: tuple[Any, ...], steps: int, backwar
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    from ..capture import quiet_profile
+
     if torch.autograd.profiler._is_profiler_enabled:
         raise InductorPerfError("compare() runs its own profiler; call it outside torch.profiler.profile()")
     # The first profiler session of a process pays one-time set-up inside the first ops it records;
     # a throw-away one-step session keeps that out of both measured sessions.
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=False):
+    with quiet_profile(profile(activities=[ProfilerActivity.CPU], record_shapes=False)):
         _run_steps(fn, inputs, 1, backward, loss_fn, state, marks=False)
     # record_shapes off: it costs µs per op and would tax eager (more ops) more than compiled.
-    with profile(activities=[ProfilerActivity.CPU], record_shapes=False) as prof:
+    with quiet_profile(profile(activities=[ProfilerActivity.CPU], record_shapes=False)) as prof:
         _run_steps(fn, inputs, steps, backward, loss_fn, state, marks=True)
     prof.export_chrome_trace(path)
 
