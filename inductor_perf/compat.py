@@ -94,6 +94,14 @@ def _require(cond: bool, what: str) -> None:
         raise AssertionError(what)
 
 
+def _check_silent_externs() -> None:
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    for name in ("generate_scatter_fallback", "generate_index_put_fallback"):
+        _require(_params(getattr(PythonWrapperCodegen, name))[:2] == ["self", "node"],
+                 f"PythonWrapperCodegen.{name}(self, node)")
+
+
 def _check_provenance_hook() -> None:
     import torch._inductor.debug as debug
 
@@ -186,6 +194,8 @@ def _check_cache_dir() -> None:
 INTERNALS: tuple[Internal, ...] = (
     Internal("torch._inductor.debug.set_kernel_post_grad_provenance_tracing",
              "tagging.collecting: sees every kernel call site at codegen time", _check_provenance_hook),
+    Internal("torch._inductor.codegen.wrapper.PythonWrapperCodegen.generate_scatter_fallback/"
+             "generate_index_put_fallback", "tagging._announcing_silent_externs", _check_silent_externs),
     Internal("torch._inductor.codegen.cpp.set_kernel_post_grad_provenance_tracing",
              "tagging.HOOK_MODULES: the C++ backend holds the hook by name", _check_cpp_codegen_hook),
     Internal("torch._inductor.output_code.CompiledFxGraph.current_callable/_fx_graph_cache_key",

@@ -476,6 +476,42 @@ def _make_hook(original: Any) -> Any:
     return set_kernel_post_grad_provenance_tracing
 
 
+# Wrapper-codegen methods that emit an extern call without calling the provenance hook (their IR
+# nodes' codegen skips codegen_comment): max-pool backward's scatter_reduce_, index_put_ with
+# accumulate. Wrapped while collecting so those call sites get tags like every other extern.
+SILENT_EXTERNS = ("generate_scatter_fallback", "generate_index_put_fallback")
+
+
+def _announcing(method: Any) -> Any:
+    def generate(self: Any, node: Any) -> Any:
+        collector = _ACTIVE.get()
+        name = getattr(node, "python_kernel_name", None) or str(getattr(node, "op_overload", "") or "")
+        if collector is not None and name:
+            collector.on_kernel(node, name, True)
+        return method(self, node)
+
+    generate._inductor_perf_original = method  # type: ignore[attr-defined]
+    return generate
+
+
+@contextlib.contextmanager
+def _announcing_silent_externs() -> Iterator[None]:
+    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+    patched = []
+    for name in SILENT_EXTERNS:
+        current = PythonWrapperCodegen.__dict__.get(name)
+        if current is None or hasattr(current, "_inductor_perf_original"):
+            continue  # absent in this torch, or already wrapped by an enclosing compile
+        setattr(PythonWrapperCodegen, name, _announcing(current))
+        patched.append((name, current))
+    try:
+        yield
+    finally:
+        for name, original in patched:
+            setattr(PythonWrapperCodegen, name, original)
+
+
 @contextlib.contextmanager
 def collecting(collector: TagCollector) -> Iterator[TagCollector]:
     """Route Inductor's provenance hook to ``collector`` for the duration of one inner compile.
@@ -501,7 +537,8 @@ def collecting(collector: TagCollector) -> Iterator[TagCollector]:
         patched.append((mod, prev))
     token = _ACTIVE.set(collector)
     try:
-        yield collector
+        with _announcing_silent_externs():
+            yield collector
     finally:
         _ACTIVE.reset(token)
         for mod, prev in reversed(patched):

@@ -44,3 +44,32 @@ def test_every_kernel_of_a_conv_training_step_has_module_and_source():
         assert k.source == first_conv_weight, (k.kernel_name, [n.name for n in k.nodes])
         owner, _, leaf = k.source.rpartition(".")
         assert k.module_path == owner and hasattr(model.get_submodule(owner), leaf)
+
+
+def test_every_extern_call_in_the_output_code_has_a_tag():
+    """Max-pool backward compiles to a scatter_reduce_ fallback whose codegen skips Inductor's
+    provenance hook; it must still be tagged. Expected: the extern calls in the wrapper code Inductor
+    wrote (run_and_get_code), not our own list."""
+    import re
+    from collections import Counter
+
+    from torch._inductor.utils import run_and_get_code
+
+    import inductor_perf
+
+    torch.manual_seed(0)
+    torch._dynamo.reset()
+    m = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.MaxPool2d(3, 2, 1), nn.Flatten(),
+                      nn.Linear(8 * 8 * 8, 4))
+    f = torch.compile(m, backend="inductor_perf")
+    x = torch.randn(2, 3, 16, 16)
+    before = {g.instance_id for g in inductor_perf.graph_table()}
+    with torch._inductor.config.patch(fx_graph_cache=False):
+        _, codes = run_and_get_code(lambda: f(x).sum().backward())
+    call = re.compile(r"\b(extern_kernels\.\w+|torch\.ops\.aten\.\w+\.\w+|aten\.\w+\.\w+)\(")
+    in_code = Counter(m.group(1) for c in codes for line in c.splitlines()
+                      if not line.lstrip().startswith("#") for m in [call.search(line)] if m)
+    tags = Counter(k.kernel_name for g in inductor_perf.graph_table() if g.instance_id not in before
+                   for k in g.kernels if k.kind == "extern")
+    assert in_code["aten.scatter_reduce_.two"] == 1  # the case this test is about is really there
+    assert tags == in_code
