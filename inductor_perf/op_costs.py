@@ -117,9 +117,12 @@ class CostJoin(LaunchIndex):
     def add(self, i: int, ev: dict) -> None:
         """Index event ``i`` (a dict) and cost it when it is an op with a formula."""
         got = self.index(i, ev)
-        if got is None:
-            return
-        kind, args = got
+        if got is not None:
+            self.cost(i, ev, *got)
+
+    def cost(self, i: int, ev: dict, kind: int, args: dict) -> None:
+        """The costing half of :meth:`add`, for what :meth:`index` returned (a hot loop calls the
+        two itself: one Python call less per event)."""
         if kind == KERNEL:
             pre = _precost(args) if (_KF in args or _KGB in args) else None
             if pre is not None:

@@ -14,7 +14,7 @@ def join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, 
     import orjson
 
     loads = orjson.loads
-    add, later = join.add, join.flows_later
+    index, cost, later = join.index, join.cost, join.flows_later  # join.add, one call less per event
     try:
         for i in range(lo, hi):
             ev = loads(raw[starts[i]:ends[i]])
@@ -22,7 +22,9 @@ def join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, 
                 return False
             ph = ev.get("ph")
             if ph == "X":
-                add(i + base, ev)
+                got = index(i + base, ev)
+                if got is not None:
+                    cost(i + base, ev, *got)
             elif ph == "s" or ph == "f":
                 later.append(i + base)  # parsed again in finish() only if a kernel needs flows
     except orjson.JSONDecodeError:
