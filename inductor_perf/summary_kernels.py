@@ -236,12 +236,17 @@ _COMPILED_BACKWARD = _AUTOGRAD_NODE + "CompiledFunctionBackward"
 _NOT_MODEL_WORK = (_AUTOGRAD_NODE + "torch::autograd::AccumulateGrad",)
 
 
+# Ranges of the compiled graph's own runtime (the call, AOTAutograd's wrapper around it, which
+# also regenerates output views): their ops are not eager work between pieces.
+_COMPILED_RUNTIME = (GRAPH_CALL_PREFIX, "CompiledFunction", "AOTDispatcher")
+
+
 def _outermost_ops(node: _Ev) -> Iterator[_Ev]:
-    """The outermost aten ops below ``node`` that are not inside a compiled-graph call."""
+    """The outermost aten ops below ``node`` outside the compiled graphs' own runtime ranges."""
     todo = list(node.children)
     while todo:
         n = todo.pop()
-        if n.name.startswith(GRAPH_CALL_PREFIX):
+        if n.name.startswith(_COMPILED_RUNTIME):
             continue
         if n.name.startswith("aten::"):
             yield n
@@ -253,18 +258,20 @@ def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: lis
     """Eager work that runs between the compiled pieces of a graph-broken model, counted as kernels
     of the module it sits in: the outermost aten ops inside a ``Torch-Compiled Region`` range but in
     no compiled-graph call (forward), and those of the eager autograd nodes run between two
-    compiled backward graphs (their backward). Each gets, as ``module_path``, the common path of
+    compiled backward graphs of one backward pass (their backward; not the loss's backward before
+    the first one, nor gradient accumulation). Each gets, as ``module_path``, the common path of
     the compiled kernels just before and after it on its thread (a break inside ``gate.forward``
     lies between kernels of ``gate.*``)."""
     found: list[_Ev] = []
     for top in roots.values():
-        backward = [i for i, n in enumerate(top) if n.name == _COMPILED_BACKWARD]
-        for i, n in enumerate(top):
+        for n in top:
             if n.name.startswith(COMPILED_REGION_PREFIX):
                 found.extend(_outermost_ops(n))
-            elif (backward and backward[0] < i < backward[-1] and n.name.startswith(_AUTOGRAD_NODE)
-                  and n.name not in _NOT_MODEL_WORK and n.name != _COMPILED_BACKWARD):
-                found.extend(_outermost_ops(n))
+        for run in _backward_passes(top):
+            compiled_at = [i for i, n in enumerate(run) if n.name == _COMPILED_BACKWARD]
+            for n in run[compiled_at[0] + 1:compiled_at[-1]] if compiled_at else ():
+                if n.name != _COMPILED_BACKWARD and n.name not in _NOT_MODEL_WORK:
+                    found.extend(_outermost_ops(n))
     if not found:
         return found
     by_thread: dict[tuple[Any, Any], list[_Ev]] = {}
@@ -278,6 +285,20 @@ def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: lis
         near = [k.args.get(evs.MODULE_PATH) for k in ks[max(i - 1, 0):i + 1]]
         e.args = {**e.args, evs.MODULE_PATH: _common_module([m for m in near if isinstance(m, str)])}
     return found
+
+
+def _backward_passes(top: list[_Ev]) -> Iterator[list[_Ev]]:
+    """Runs of consecutive autograd-node events on a thread: one backward pass each (a step's
+    forward, loss or optimizer events separate two passes)."""
+    run: list[_Ev] = []
+    for n in top:
+        if n.name.startswith(_AUTOGRAD_NODE):
+            run.append(n)
+        elif run:
+            yield run
+            run = []
+    if run:
+        yield run
 
 
 def _common_module(paths: list[str]) -> str | None:

@@ -338,3 +338,41 @@ def test_root_module_and_unknown_module_are_kept_apart():
     ]}
     rows = {r["key"]: r["total_us"] for r in strict(summarize(trace))["modules"]}
     assert rows == {"(root module)": 10, "fc": 10, "(no module)": 10}
+
+
+def test_eager_work_between_compiled_pieces_counts_in_its_module():
+    """A graph break: inside the root frame's Torch-Compiled Region, aten::cumsum runs eagerly
+    between two compiled graph calls (kernels of gate.fc and gate); its backward runs between two
+    compiled backward graphs of the same backward pass. The AOT wrapper's own view op, the loss's
+    backward before the first compiled backward, and gradient accumulation do not count."""
+    call = "## Call CompiledFxGraph abc ##"
+    bwd = "autograd::engine::evaluate_function: CompiledFunctionBackward"
+    events = [
+        X("Torch-Compiled Region: 0/0", 0, 100, cat="user_annotation"),
+        X("CompiledFunction", 1, 30, cat="user_annotation"),
+        X(call, 2, 20, cat="user_annotation"),
+        X("graph_0_cpp_fused_0", 3, 10, kernel_flop=10, module_path="gate.fc"),
+        X("aten::_unsafe_view", 25, 2),                      # the wrapper's output view: not counted
+        X("aten::cumsum", 40, 10),                           # eager, between the pieces
+        X("Torch-Compiled Region: 1/0", 60, 30, cat="user_annotation"),
+        X(call, 61, 20, cat="user_annotation"),
+        X("graph_1_cpp_fused_relu_0", 62, 10, kernel_flop=5, module_path="gate"),
+        X("autograd::engine::evaluate_function: NllLossBackward0", 200, 5),   # the loss: before
+        X("aten::nll_loss_backward", 201, 3),
+        X(bwd, 210, 20),
+        X(call, 211, 15, cat="user_annotation"),
+        X("graph_2_cpp_fused_threshold_backward_0", 212, 5, kernel_flop=5, module_path="gate"),
+        X("autograd::engine::evaluate_function: CumsumBackward0", 240, 10),
+        X("aten::flip", 241, 4),
+        X("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", 252, 2),
+        X("aten::add_", 252.5, 1),
+        X(bwd, 260, 20),
+        X(call, 261, 15, cat="user_annotation"),
+        X("graph_3_cpp_fused_sum_0", 262, 5, kernel_flop=5, module_path="gate.fc"),
+    ]
+    s = summarize({"traceEvents": events})
+    rows = {r.name: r for r in s.top_kernels}
+    assert s.kernel_definition == DEF_CPU_COMPILED
+    assert set(rows) == {"graph_0_cpp_fused_0", "graph_1_cpp_fused_relu_0", "graph_2_cpp_fused_threshold_backward_0",
+                         "graph_3_cpp_fused_sum_0", "aten::cumsum", "aten::flip"}
+    assert rows["aten::cumsum"].module_path == "gate" and rows["aten::flip"].module_path == "gate"
