@@ -60,6 +60,8 @@ _MATMUL_OPS = frozenset({
     "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
     "_flash_attention_forward", "_flash_attention_backward",
     "_efficient_attention_forward", "_efficient_attention_backward",
+    "_grouped_mm", "grouped_mm",  # MoE experts; transformers' fallback for them under torch.compile:
+    "transformers::grouped_mm_fallback", "transformers::grouped_mm_fallback_backward",
 })
 # cpp_wrapper calls externs through C shims such as ``aoti_torch_cpu_addmm_out``.
 _SHIM_NAME = re.compile(r"^aoti_torch_(?:cpu|cuda|xpu|mps)_(.+?)(?:_out)?$")
