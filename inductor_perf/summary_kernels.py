@@ -279,11 +279,13 @@ def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: lis
     by_thread: dict[tuple[Any, Any], list[_Ev]] = {}
     for k in compiled:
         by_thread.setdefault((k.pid, k.tid), []).append(k)
-    for ks in by_thread.values():
+    starts: dict[tuple[Any, Any], list[float]] = {}
+    for key, ks in by_thread.items():
         ks.sort(key=lambda e: e.ts)
+        starts[key] = [k.ts for k in ks]
     for e in found:
         ks = by_thread.get((e.pid, e.tid), [])
-        i = bisect.bisect_left([k.ts for k in ks], e.ts)
+        i = bisect.bisect_left(starts.get((e.pid, e.tid), []), e.ts)
         near = [k.args.get(evs.MODULE_PATH) for k in ks[max(i - 1, 0):i + 1]]
         e.args = {**e.args, evs.MODULE_PATH: _common_module([m for m in near if isinstance(m, str)])}
     return found
