@@ -34,12 +34,31 @@ IS_BACKWARD = "is_backward"                      # bool
 COST_SOURCE = "cost_source"                      # "tag" (compile-time) | "shapes" (recorded shapes) | "triton" (launch args)
 EAGER_OPS = "eager_ops"                          # "aten::add, aten::native_layer_norm": eager ops fused into the kernel
 KERNEL_DTYPE = "kernel_dtype"                    # "bfloat16": the dtype whose roof the achieved % uses
+# Offline joins of plain profiler traces (op_costs): which op launched a device event, and why an
+# event got no cost.
+LAUNCH_OP = "launch_op"                          # "aten::mm": the CPU op that launched this device event
+NOT_COSTED = "not_costed"                        # why no cost: one of NOT_COSTED_REASONS
+# Collectives (nccl-tests' definitions, docs/costs.md) and the roof achieved_bandwidth_pct is against.
+COMM_OP = "comm_op"                              # "all_reduce", "all_to_all", "send_recv", ...
+COMM_BYTES = "comm_bytes"                        # int: the collective's message size S in bytes
+GROUP_SIZE = "group_size"                        # int: ranks taking part
+ALGBW_GBPS = "algbw_gbps"                        # float: S / dur
+BUSBW_GBPS = "busbw_gbps"                        # float: algbw times the collective's bus factor
+MEMORY_ROOF = "memory_roof"                      # "hbm" | "host_link" | "interconnect"
+
+NOT_COSTED_REASONS = (
+    "no_shapes",      # the launching op recorded no Input Dims (record_shapes=False)
+    "unknown_op",     # an op we have no cost rule for (nor torch's shape rules)
+    "bad_shapes",     # the op's shape rule refused the recorded inputs
+    "unknown_dtype",  # an Input type we cannot size
+    "no_launch_op",   # no CPU op found for the kernel (CUDA graph replay, lost correlation)
+)
 
 ADDED_ARG_KEYS = (
     KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
     ACHIEVED_TFLOPS, ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND,
     SOURCE, MODULE_PATH, NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE, EAGER_OPS,
-    KERNEL_DTYPE,
+    KERNEL_DTYPE, LAUNCH_OP, NOT_COSTED, COMM_OP, COMM_BYTES, GROUP_SIZE, ALGBW_GBPS, BUSBW_GBPS, MEMORY_ROOF,
 )
 
 # Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces
