@@ -159,23 +159,29 @@ def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
 
 
 def device_from_trace(trace: dict) -> tuple[Any, str | None]:
-    """The device row for the trace's GPU (from ``deviceProperties``) and a note when there is none.
-    :func:`device_table.lookup` (torch-free: offline augmenting never imports torch)."""
-    props = trace.get("deviceProperties")
-    names = []
-    if isinstance(props, list):
-        names = [d.get("name") for d in props if isinstance(d, dict) and isinstance(d.get("name"), str)]
-    if not names:
+    """The device row for the trace's GPU and a note saying how it was found, or None and why.
+
+    The first ``deviceProperties`` entry's name is looked up (:func:`device_table.find_row`; note
+    None); a name not in the table is recognised from the entry's properties
+    (:func:`device_props.recognise`; note "recognised from properties (sm_80, 108 SMs, 40 GB) →
+    NVIDIA A100 SXM4 40GB"). Torch-free: offline augmenting never imports torch.
+    """
+    props = trace.get("deviceProperties") if isinstance(trace, dict) else None
+    entries = [d for d in props if isinstance(d, dict)] if isinstance(props, list) else []
+    named = [d for d in entries if isinstance(d.get("name"), str) and d["name"].strip()]
+    if not named:
         return None, ("no GPU in the trace's deviceProperties: achieved % left out (peaks of the machine "
                       "that recorded a CPU trace are unknown)")
-    name = names[0]
-    from .device_table import lookup as lookup_device
+    entry = named[0]
+    name = entry["name"]
+    from .device_props import recognise
+    from .device_table import find_row, warn_unknown
 
-    try:
-        spec = lookup_device(name)
-    except (KeyError, LookupError, ValueError) as e:
-        log.debug("lookup_device(%r): %s", name, e)
-        spec = None
-    if spec is None:
-        return None, f"unknown device {name!r}: achieved % left out"
-    return spec, None
+    spec, why = find_row(name)
+    if spec is not None:
+        return spec, None
+    spec, note = recognise(entry)
+    if spec is not None:
+        return spec, note
+    warn_unknown(name, f"{why}; {note}")
+    return None, f"unknown device {name!r} ({note}): achieved % left out"

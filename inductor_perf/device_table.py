@@ -12,155 +12,25 @@ docs/devices.md lists the sources and the rules.
 
 from __future__ import annotations
 
+import dataclasses
+from dataclasses import dataclass
 import logging
-import math
 import os
 import re
 import sys
 import threading
-from dataclasses import dataclass, field
-from collections import abc
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Union
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
 
 from . import config
-from .errors import DeviceSpecError
+from .device_spec import (BF16, E4M3, E4M3FNUZ, E5M2, E5M2FNUZ, F16, F32, F64, I8,  # noqa: F401 (re-exported)
+                          PCIE3_X16, PCIE4_X16, PCIE5_X16, PEAK_SOURCES, TF32, DeviceSpec, PeakKey, Peaks,
+                          _named, _peaks, dtype_name, pcie_x16_gbs)
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
 log = logging.getLogger(__name__)
-
-# TF32 is a tensor-core mode of float32 matmuls, not a dtype; it gets a string key.
-TF32 = "tf32"
-PeakKey = str
-"""A dtype name as torch spells it ("bfloat16"), or :data:`TF32`: the one key type of every peak map."""
-
-PEAK_SOURCES = ("datasheet", "computed", "measured", "user")
-
-# Dtype names as torch spells them (str(torch.bfloat16) == "torch.bfloat16").
-F64, F32, BF16, F16, I8 = "float64", "float32", "bfloat16", "float16", "int8"
-E4M3, E5M2 = "float8_e4m3fn", "float8_e5m2"
-E4M3FNUZ, E5M2FNUZ = "float8_e4m3fnuz", "float8_e5m2fnuz"
-
-
-def dtype_name(dtype: Union["torch.dtype", str]) -> str:
-    """The name torch spells a dtype with: "bfloat16" for torch.bfloat16 (or "bfloat16", or
-    "torch.bfloat16"); "tf32" for :data:`TF32`. The one conversion from torch dtypes to peak keys.
-
-    >>> dtype_name("torch.float8_e4m3fn"), dtype_name(TF32)
-    ('float8_e4m3fn', 'tf32')
-    """
-    text = str(dtype)
-    if not isinstance(dtype, str) and not text.startswith("torch."):
-        raise TypeError(f"expected a torch.dtype or a dtype name such as 'bfloat16', got {dtype!r}")
-    return text.removeprefix("torch.")
-
-
-def _peaks(*pairs: tuple[Union["torch.dtype", str], float]) -> Mapping[PeakKey, float]:
-    """An immutable dtype name -> TFLOP/s mapping that refuses a key given twice.
-
-    A dict literal silently keeps the last of two equal keys (upstream's device_info.py lists
-    float8_e8m0fnu three times); building rows through this function makes that an import error.
-    """
-    out: dict[PeakKey, float] = {}
-    for key, value in pairs:
-        name = dtype_name(key)
-        assert name not in out, f"duplicate peak key {name}"
-        assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (key, value)
-        out[name] = float(value)
-    return MappingProxyType(out)
-
-
-class Peaks(abc.Mapping):
-    """Read-only peaks keyed by dtype name. Looking one up by ``torch.dtype`` converts it at the
-    edge (``peaks[torch.bfloat16]`` is ``peaks["bfloat16"]``), so code written against torch
-    dtypes keeps working; iteration yields the names."""
-
-    __slots__ = ("_by_name",)
-
-    def __init__(self, by_name: Mapping[PeakKey, float]) -> None:
-        self._by_name = dict(by_name)
-
-    def __getitem__(self, key: Any) -> float:
-        try:
-            return self._by_name[key]
-        except KeyError:
-            if isinstance(key, str):
-                raise
-        except TypeError:  # an unhashable key
-            raise KeyError(key) from None
-        try:
-            return self._by_name[dtype_name(key)]
-        except TypeError:
-            raise KeyError(key) from None
-
-    def __iter__(self) -> Iterator[PeakKey]:
-        return iter(self._by_name)
-
-    def __len__(self) -> int:
-        return len(self._by_name)
-
-    def __repr__(self) -> str:
-        return f"Peaks({self._by_name!r})"
-
-
-def _named(peaks: Mapping[Any, float], where: str) -> Peaks:
-    """``peaks`` keyed by dtype name (a caller's torch.dtype keys converted), values as given."""
-    out: dict[PeakKey, float] = {}
-    for key, value in peaks.items():
-        name = dtype_name(key)
-        if name in out:
-            raise DeviceSpecError(f"{where}: dtype {name!r} given twice")
-        out[name] = value
-    return Peaks(out)
-
-
-@dataclass(frozen=True)
-class DeviceSpec:
-    """One device's roofs. Units are in the field names; peaks are dense.
-
-    ``peak_tflops``: matmul peak per dtype name (tensor/matrix cores where the dtype uses them; int8
-    in TOPS; :data:`TF32` for float32 matmuls in TF32 mode). A row built with ``torch.dtype`` keys
-    stores their names (``DeviceSpec(..., peak_tflops={torch.bfloat16: 989.5})`` reads back as
-    ``peak_tflops["bfloat16"]``).
-    ``vector_tflops``: non-matrix roofs where the vendor gives them (fp64/fp32 on CUDA cores or
-    vector ALUs); elementwise and reduction kernels are measured against these.
-    ``sparse_halved``: dtypes whose datasheet figure was published only with 2:4 sparsity and halved.
-    ``peak_source``: "datasheet" | "computed" | "measured" | "user".
-    ``device_type``: the torch device type it describes ("cuda" covers ROCm, "xpu", "cpu").
-    """
-
-    name: str
-    vendor: str
-    peak_tflops: Mapping[PeakKey, float] = field(hash=False)
-    mem_bandwidth_gbs: float
-    mem_gb: float | None = None
-    source_url: str = ""
-    source_note: str = ""
-    sparse_halved: tuple[PeakKey, ...] = ()
-    peak_source: str = "datasheet"
-    device_type: str = "cuda"
-    vector_tflops: Mapping[PeakKey, float] = field(default_factory=lambda: MappingProxyType({}),
-                                                   hash=False)
-
-    def __post_init__(self) -> None:
-        # The edge: rows may be built with torch.dtype keys (the public constructor always took
-        # them); stored keys are names, so every reader looks peaks up one way.
-        object.__setattr__(self, "peak_tflops", _named(self.peak_tflops, f"{self.name}: peak_tflops"))
-        object.__setattr__(self, "vector_tflops", _named(self.vector_tflops, f"{self.name}: vector_tflops"))
-        object.__setattr__(self, "sparse_halved", tuple(dtype_name(k) for k in self.sparse_halved))
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (peak keys are dtype names: "bfloat16", "tf32")."""
-        return {
-            "name": self.name, "vendor": self.vendor, "device_type": self.device_type,
-            "peak_tflops": dict(self.peak_tflops), "vector_tflops": dict(self.vector_tflops),
-            "mem_bandwidth_gbs": self.mem_bandwidth_gbs, "mem_gb": self.mem_gb,
-            "source_url": self.source_url, "source_note": self.source_note,
-            "sparse_halved": list(self.sparse_halved),
-            "peak_source": self.peak_source,
-        }
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,6 +41,7 @@ _A100_URL = "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100
 _H100_URL = "https://resources.nvidia.com/en-us-tensor-core/nvidia-tensor-core-gpu-datasheet"
 _H200_URL = "https://www.nvidia.com/en-us/data-center/h200/"
 _GH200_URL = "https://resources.nvidia.com/en-us-grace-cpu/grace-hopper-superchip"
+_MI250_URL = "https://rocm.docs.amd.com/en/latest/conceptual/gpu-arch/mi250.html"
 _HOPPER_SPARSE = (TF32, BF16, F16, E4M3, E5M2, I8)
 _ADA_SPARSE = (TF32, BF16, F16, E4M3, E5M2, I8)
 
@@ -212,7 +83,7 @@ def _mi(name: str, url: str, mem: float, bw: float, f64v: float, f64m: float, f3
                       source_url=url, source_note=note, peak_source=peak_source)
 
 
-DEVICE_TABLE: tuple[DeviceSpec, ...] = (
+_DATASHEET_ROWS: tuple[DeviceSpec, ...] = (
     DeviceSpec(
         name="NVIDIA V100 SXM2", vendor="nvidia", mem_bandwidth_gbs=900, mem_gb=32,
         peak_tflops=_peaks((F64, 7.8), (F32, 15.7), (F16, 125)),
@@ -321,6 +192,13 @@ DEVICE_TABLE: tuple[DeviceSpec, ...] = (
         64, 1638.4, 22.6, 45.3, 22.6, 45.3, 181.0, None, None, (), 181.0,
         "AMD MI210 spec page: FP64 vector 22.6, FP64 matrix 45.3, FP32 vector 22.6, FP32 matrix 45.3, "
         "FP16/BF16 181.0, INT8 181.0 TOPS; 64 GB HBM2e, 1.6 TB/s. No sparsity on CDNA2."),
+    _mi("AMD Instinct MI250 (per GCD)", _MI250_URL,
+        64, 3276.8 / 2, 45.3 / 2, 90.5 / 2, 45.3 / 2, 90.5 / 2, 362.1 / 2, None, None, (), 362.1 / 2,
+        "ROCm docs 'AMD Instinct MI250 microarchitecture', table 'Peak-performance capabilities of the MI250 "
+        "OAM': Matrix FP64 90.5, Vector FP64 45.3, Matrix FP32 90.5, Vector FP32 45.3, Matrix FP16/BF16 362.1, "
+        "Matrix INT8 362.1; 'The theoretical aggregated peak memory bandwidth of the GPU is 3.2 TB/sec (1.6 "
+        "TB/sec per GCD)' (3.2 Gbps HBM2e x 8192 bit = 3276.8 GB/s). Halved: 'two GCDs, each of which "
+        "constitutes one GPU device in the system'; 64 GB of the 128 GB each."),
     _mi("AMD Instinct MI250X (per GCD)", "https://www.amd.com/en/products/accelerators/instinct/mi200/mi250x.html",
         64, 3276.8 / 2, 47.9 / 2, 95.7 / 2, 47.9 / 2, 95.7 / 2, 383.0 / 2, None, None, (), 383.0 / 2,
         "AMD MI250X spec page (package of 2 GCDs): FP64 vector 47.9, FP64/FP32 matrix 95.7, FP32 vector 47.9, "
@@ -356,6 +234,126 @@ DEVICE_TABLE: tuple[DeviceSpec, ...] = (
                      "Halved: with ZE_FLAT_DEVICE_HIERARCHY=FLAT (the default) each of the 2 stacks is one "
                      "torch device. UNVERIFIED against a datasheet line.")),
 )
+
+
+# --------------------------------------------------------------------------------------------
+# What deviceProperties are matched against, and the link roofs, per row (see DeviceSpec).
+# Links are stored per direction: a datasheet's "NVLink 600 GB/s" is both directions summed -> 300.
+# --------------------------------------------------------------------------------------------
+_VOLTA_WP = "https://images.nvidia.com/content/volta-architecture/pdf/volta-architecture-whitepaper.pdf"
+_AMPERE_WP = "https://images.nvidia.com/aem-dam/en-zz/Solutions/data-center/nvidia-ampere-architecture-whitepaper.pdf"
+_HOPPER_WP = "https://resources.nvidia.com/en-us-tensor-core/gtc22-whitepaper-hopper"
+_ROCM_SPECS = "https://rocm.docs.amd.com/en/latest/reference/gpu-specs.html"
+_ROCM_SPECS_LINE = (f"Properties: ROCm 'AMD GPU specifications' ({_ROCM_SPECS}), Instinct table, columns LLVM target, "
+                    "VRAM (GiB), Compute Units, GFXIP major/minor: ")
+_PCIE = "PCIe x16 at {} GT/s with 128b/130b encoding = {} GB/s per direction"
+
+
+@dataclass(frozen=True)
+class _Facts:
+    arch: str | None
+    sms: int | None
+    host: float | None
+    link: float | None
+    note: str
+    variants: tuple[float, ...] = ()
+
+
+_FACTS: Mapping[str, _Facts] = MappingProxyType({
+    "NVIDIA V100 SXM2": _Facts("sm_70", 80, PCIE3_X16, 150, variants=(16,), note=(
+        f"Properties: Volta whitepaper ({_VOLTA_WP}) Table 1 'Tesla V100: SMs 80'; sm_70. Links: datasheet "
+        "'Interconnect Bandwidth Bi-Directional: NVLink 300 GB/s, PCIe 32 GB/s' -> NVLink 300 / 2 = 150; "
+        + _PCIE.format(8, PCIE3_X16) + ".")),
+    "NVIDIA V100 PCIe": _Facts("sm_70", 80, PCIE3_X16, None, variants=(16,), note=(
+        "Properties: as V100 SXM2 (80 SMs, sm_70). Links: datasheet 'PCIe 32 GB/s' (no NVLink on the PCIe "
+        "card) -> " + _PCIE.format(8, PCIE3_X16) + ".")),
+    "NVIDIA T4": _Facts("sm_75", 40, PCIE3_X16, None, note=(
+        "Properties: Turing whitepaper appendix 'Tesla T4: SMs 40' (recalled, not re-read in this build); "
+        "sm_75. Links: datasheet 'Interconnect Bandwidth 32 GB/s' (PCIe Gen3 x16, no NVLink) -> "
+        + _PCIE.format(8, PCIE3_X16) + ".")),
+    "NVIDIA A10": _Facts("sm_86", None, PCIE4_X16, None, note=(
+        "Links: datasheet 'PCIe Gen4 64GB/s' (no NVLink) -> " + _PCIE.format(16, PCIE4_X16)
+        + ". SM count not on the datasheet: found by name only.")),
+    **{f"NVIDIA A100 {form} {mem}GB": _Facts("sm_80", 108, PCIE4_X16, 300, note=(
+        f"Properties: Ampere whitepaper ({_AMPERE_WP}) 'The A100 ... GPU implementation of the GA100 GPU "
+        f"includes ... 108 SMs'; sm_80. Links: datasheet {form} column '{link}, PCIe Gen4: 64GB/s' -> 600 / 2 = "
+        "300; " + _PCIE.format(16, PCIE4_X16) + ". NVIDIA's NVLink page: 'twelve third-generation NVLink "
+        "links, 600 GB/s total ... NVLink is also available in A100 PCIe two-GPU configurations'."))
+       for form, link in (("SXM4", "NVLink: 600GB/s"), ("PCIe", "NVIDIA NVLink Bridge for 2 GPUs: 600GB/s"))
+       for mem in (40, 80)},
+    "NVIDIA L4": _Facts("sm_89", 58, PCIE4_X16, None, note=(
+        "Properties: 7,424 CUDA cores / 128 per Ada SM = 58 SMs (recalled, UNVERIFIED); sm_89. Links: product page "
+        "'PCIe Gen4 x16 64GB/s bidirectional' (no NVLink) -> " + _PCIE.format(16, PCIE4_X16) + ".")),
+    "NVIDIA L40S": _Facts("sm_89", 142, PCIE4_X16, None, note=(
+        "Properties: 18,176 CUDA cores / 128 per Ada SM = 142 SMs (recalled, UNVERIFIED); sm_89. Links: product "
+        "page 'PCIe Gen4 x16: 64GB/s bidirectional' (no NVLink) -> " + _PCIE.format(16, PCIE4_X16) + ".")),
+    **{name: _Facts("sm_90", sms, PCIE5_X16, link / 2, note=(
+        f"Properties: {sm_note}; sm_90. Links: {line}, PCIe Gen5: 128GB/s' -> {link} / 2 = {link / 2:g}; "
+        + _PCIE.format(32, PCIE5_X16) + "."))
+       for name, sms, link, sm_note, line in (
+           ("NVIDIA H100 SXM", 132, 900, f"Hopper whitepaper ({_HOPPER_WP}) 'H100 SXM5: 132 SMs'",
+            "datasheet column 'H100 SXM' 'NVIDIA NVLink: 900GB/s"),
+           ("NVIDIA H100 PCIe", 114, 600, "Hopper whitepaper 'H100 PCIe: 114 SMs'",
+            "datasheet column 'H100 PCIe' 'NVLink: 600GB/s (bridge)"),
+           ("NVIDIA H100 NVL", 132, 600, "132 SMs, the SXM5 configuration (recalled, UNVERIFIED)",
+            "datasheet column 'H100 NVL' 'NVIDIA NVLink: 600GB/s"),
+           ("NVIDIA H200 SXM", 132, 900, "GH100 with 132 SMs as H100 SXM5 (recalled, UNVERIFIED)",
+            "product page column 'H200 SXM' 'NVIDIA NVLink: 900GB/s"),
+           ("NVIDIA H200 NVL", 132, 900, "GH100 with 132 SMs as H100 SXM5 (recalled, UNVERIFIED)",
+            "product page column 'H200 NVL' '2- or 4-way NVIDIA NVLink bridge: 900GB/s per GPU"))},
+    **{name: _Facts("sm_90", 132, 450, None, note=(
+        "Properties: GH100 with 132 SMs as H100 SXM5 (recalled, UNVERIFIED); sm_90. Links: the host is the Grace "
+        "CPU over 'NVLink-C2C: 900GB/s bidirectional' -> 450 per direction; GPU-to-GPU NVLink not given for the "
+        "single superchip."))
+       for name in ("NVIDIA GH200 96GB HBM3", "NVIDIA GH200 144GB HBM3e")},
+    "NVIDIA B200": _Facts("sm_100", None, None, 900, note=(
+        "Links: HGX B200 'NVSwitch GPU-to-GPU Bandwidth 1.8TB/s' (both directions) -> 900; host link not given "
+        "per GPU. SM count not published: found by name only.")),
+    "NVIDIA GeForce RTX 3090": _Facts("sm_86", 82, PCIE4_X16, 56.25, note=(
+        "Properties: GA102 whitepaper appendix 'GeForce RTX 3090: SMs 82'; sm_86. Links: GA102 whitepaper "
+        "'Four links provide 56.25 GB/sec bandwidth in each direction, and 112.5 GB/sec total bandwidth "
+        "between two GPUs' -> 56.25; PCIe Gen4: " + _PCIE.format(16, PCIE4_X16) + ".")),
+    "NVIDIA GeForce RTX 4090": _Facts("sm_89", 128, PCIE4_X16, None, note=(
+        "Properties: Ada whitepaper appendix 'GeForce RTX 4090: SMs 128'; sm_89. Links: PCIe Gen4 x16, no "
+        "NVLink -> " + _PCIE.format(16, PCIE4_X16) + ".")),
+    "AMD Instinct MI210": _Facts("gfx90a", 104, PCIE4_X16, 150, note=(
+        _ROCM_SPECS_LINE + "'MI210 | CDNA2 | gfx90a | 64 | 104 | ... | 9 | 0'. Links: spec page 'Bus Type PCIe "
+        "Gen4 x16', 'Infinity Fabric Links 3', 'Peak Infinity Fabric Link Bandwidth 100 GB/s' (both "
+        "directions) -> 3 x 50 = 150; " + _PCIE.format(16, PCIE4_X16) + ".")),
+    **{name: _Facts("gfx90a", cus, PCIE4_X16, None, note=(
+        _ROCM_SPECS_LINE + f"'{line}' (per GCD: {cus} CUs, 64 GiB). Links: {_MI250_URL} 'Each GCD maintains its "
+        "own PCIe x16 link' (Gen4) -> " + _PCIE.format(16, PCIE4_X16) + ". GPU-to-GPU depends on the GCD pair: "
+        "'four AMD Infinity Fabric links ... 200 GB/sec' one way to the sibling GCD, 'peak transfer rate of 50 "
+        "GB/sec per link' to GCDs on other OAMs, so no single per-GCD figure is stored."))
+       for name, cus, line in (("AMD Instinct MI250 (per GCD)", 104, "MI250 | CDNA2 | gfx90a | 128 | 208 (104 per GCD) | ... | 9 | 0"),
+                               ("AMD Instinct MI250X (per GCD)", 110, "MI250X | CDNA2 | gfx90a | 128 | 220 (110 per GCD) | ... | 9 | 0"))},
+    "AMD Instinct MI300A": _Facts("gfx942", 228, None, None, note=(
+        _ROCM_SPECS_LINE + "'MI300A | CDNA3 | gfx942 | 128 | 228 (38 per XCD) | ... | 9 | 4'. Links: an APU whose "
+        "CPU shares the HBM, so no host link; Infinity Fabric figures not read.")),
+    **{name: _Facts("gfx942", 304, PCIE5_X16, 448, note=(
+        _ROCM_SPECS_LINE + f"'{name[13:]} | CDNA3 | gfx942 | {mem} | 304 (38 per XCD) | ... | 9 | 4' (in SPX mode; "
+        "other partition modes report fewer CUs and are not recognised). Links: spec page 'Bus Type PCIe Gen 5 "
+        "x16', 'Infinity Fabric Links 7', 'Peak Infinity Fabric Link Bandwidth 128 GB/s' (both directions; "
+        "recalled, UNVERIFIED) -> 7 x 64 = 448; " + _PCIE.format(32, PCIE5_X16) + "."))
+       for name, mem in (("AMD Instinct MI300X", 192), ("AMD Instinct MI325X", 256))},
+    "AMD Instinct MI350X": _Facts("gfx950", 256, PCIE5_X16, None, note=(
+        _ROCM_SPECS_LINE + "'MI350X | CDNA4 | gfx950 | 288 | 256 (32 per XCD) | ... | 9 | 5'. Links: PCIe Gen5 x16 "
+        "(recalled, UNVERIFIED) -> " + _PCIE.format(32, PCIE5_X16) + "; Infinity Fabric figure not read.")),
+})
+assert set(_FACTS) <= {r.name for r in _DATASHEET_ROWS}, set(_FACTS) - {r.name for r in _DATASHEET_ROWS}
+
+
+def _with_facts(row: DeviceSpec) -> DeviceSpec:
+    """``row`` with its :data:`_FACTS` (properties and link roofs), their note appended to its source_note."""
+    f = _FACTS.get(row.name)
+    if f is None:
+        return row
+    return dataclasses.replace(row, arch=f.arch, sm_count=f.sms, mem_gb_variants=f.variants,
+                               host_link_gbs=f.host, interconnect_gbs=f.link,
+                               source_note=f"{row.source_note} {f.note}")
+
+
+DEVICE_TABLE: tuple[DeviceSpec, ...] = tuple(_with_facts(r) for r in _DATASHEET_ROWS)
 
 _BY_NAME: Mapping[str, DeviceSpec] = MappingProxyType({d.name.casefold(): d for d in DEVICE_TABLE})
 assert len(_BY_NAME) == len(DEVICE_TABLE), "duplicate device row names"
@@ -411,6 +409,7 @@ _ALIASES: tuple[_Alias, ...] = (
     _alias("mi210", "AMD Instinct MI210"),
     _alias("mi250x", "AMD Instinct MI250X (per GCD)"),
     _alias("mi250x mi250", "AMD Instinct MI250X (per GCD)"),
+    _alias("mi250", "AMD Instinct MI250 (per GCD)"),
     _alias("mi300a", "AMD Instinct MI300A"),
     _alias("mi300x", "AMD Instinct MI300X"),
     _alias("mi325x", "AMD Instinct MI325X"),
@@ -450,7 +449,8 @@ def _parse_name(name: str) -> tuple[tuple[str, ...], str | None, int | None]:
     return tuple(model), form, mem
 
 
-def _warn_unknown(name: str, why: str) -> None:
+def warn_unknown(name: str, why: str) -> None:
+    """Log once per ``name`` that the device has no row (``why`` says what was tried) and how to add one."""
     with _warn_lock:
         if name in _warned:
             return
@@ -461,13 +461,36 @@ def _warn_unknown(name: str, why: str) -> None:
                 name, why, config.DEVICE_FILE)
 
 
+def find_row(name: str) -> tuple[DeviceSpec | None, str]:
+    """The row for a reported device name and "", or None and why (nothing logged): :func:`lookup`
+    without its warning, for callers that try the trace's deviceProperties next."""
+    if not isinstance(name, str) or not name.strip():
+        return None, "no name"
+    exact = _BY_NAME.get(name.strip().casefold())
+    if exact is not None:
+        return exact, ""
+    toks = _tokens(name)
+    if toks and _ARCH_RE.match(toks[0]):
+        row = _GFX_ARCH.get(toks[0])
+        if row is None:
+            return None, f"no row for AMD arch {toks[0]}"
+        log.debug("device %r: arch-only name, using the %s row (same chip family)", name, row)
+        return _BY_NAME[row.casefold()], ""
+    model, form, mem = _parse_name(name)
+    for a in _ALIASES:
+        if a.model == model and form in a.forms and (a.mems is None or mem in a.mems):
+            return _BY_NAME[a.row.casefold()], ""
+    return None, f"parsed as model={' '.join(model) or '?'} form={form} mem={mem}"
+
+
 def lookup(name: str) -> DeviceSpec | None:
     """The datasheet row for a name a device reports, or None (logged once per name); the public
     :func:`inductor_perf.lookup_device`.
 
     Accepts ``torch.cuda.get_device_name()`` strings ("NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB",
     "Tesla V100-SXM2-16GB", "AMD Instinct MI300X"), ROCm ``gcnArchName`` ("gfx942:sramecc+:xnack-"),
-    and the table's own row names.
+    and the table's own row names. A trace's ``deviceProperties`` can say more than its name:
+    :func:`inductor_perf.device_props.recognise`.
 
     >>> lookup("NVIDIA H100 80GB HBM3").peak_tflops["bfloat16"]  # 1,979 with sparsity, halved
     989.5
@@ -476,23 +499,10 @@ def lookup(name: str) -> DeviceSpec | None:
     """
     if not isinstance(name, str) or not name.strip():
         return None
-    exact = _BY_NAME.get(name.strip().casefold())
-    if exact is not None:
-        return exact
-    toks = _tokens(name)
-    if toks and _ARCH_RE.match(toks[0]):
-        row = _GFX_ARCH.get(toks[0])
-        if row is None:
-            _warn_unknown(name, f"no row for AMD arch {toks[0]}")
-            return None
-        log.debug("device %r: arch-only name, using the %s row (same chip family)", name, row)
-        return _BY_NAME[row.casefold()]
-    model, form, mem = _parse_name(name)
-    for a in _ALIASES:
-        if a.model == model and form in a.forms and (a.mems is None or mem in a.mems):
-            return _BY_NAME[a.row.casefold()]
-    _warn_unknown(name, f"parsed as model={' '.join(model) or '?'} form={form} mem={mem}")
-    return None
+    spec, why = find_row(name)
+    if spec is None:
+        warn_unknown(name, why)
+    return spec
 
 
 # --------------------------------------------------------------------------------------------

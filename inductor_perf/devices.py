@@ -44,7 +44,7 @@ __all__ = ["PEAK_SOURCES", "TF32", "DeviceSpec", "PeakKey", "dtype_name", "DEVIC
 # User override: dict or JSON/TOML file
 # --------------------------------------------------------------------------------------------
 _OVERRIDE_KEYS = ("name", "base", "match", "vendor", "device_type", "peak_tflops", "vector_tflops",
-                  "mem_bandwidth_gbs", "mem_gb", "source_url", "source_note")
+                  "mem_bandwidth_gbs", "mem_gb", "source_url", "source_note", "host_link_gbs", "interconnect_gbs")
 
 
 def _dtype_from_name(name: Any, where: str) -> PeakKey:
@@ -109,6 +109,8 @@ def _row_from_mapping(row: Mapping[str, Any], where: str) -> tuple[DeviceSpec, t
         raise DeviceSpecError(f"{where}: missing 'mem_bandwidth_gbs' (memory bandwidth in GB/s)")
     mem_gb = _number(row["mem_gb"], f"{where}.mem_gb") if row.get("mem_gb") is not None else (
         base.mem_gb if base else None)
+    links = {k: _number(row[k], f"{where}.{k}") if row.get(k) is not None else getattr(base, k, None)
+             for k in ("host_link_gbs", "interconnect_gbs")}
     device_type = row.get("device_type", base.device_type if base else "cuda")
     if device_type not in ("cuda", "xpu", "cpu", "mps"):
         raise DeviceSpecError(f"{where}.device_type: expected 'cuda', 'xpu', 'cpu' or 'mps', got {device_type!r}")
@@ -125,7 +127,7 @@ def _row_from_mapping(row: Mapping[str, Any], where: str) -> tuple[DeviceSpec, t
                       source_url=row.get("source_url", "user override"),
                       source_note=row.get("source_note", f"user override ({where})"
                                           + (f" on top of '{base.name}'" if base else "")),
-                      peak_source="user", device_type=device_type)
+                      peak_source="user", device_type=device_type, **links)
     return spec, tuple(match)
 
 
@@ -312,6 +314,7 @@ def apply_measurement(base: DeviceSpec | None, m: calibrate.Measurement) -> Devi
         mem_bandwidth_gbs=m.mem_bandwidth_gbs, mem_gb=base.mem_gb if base is not None else None,
         source_url=f"calibration cache ({calibrate.cache_path(m.key).name})", source_note=note,
         sparse_halved=(), peak_source="measured",
+        host_link_gbs=getattr(base, "host_link_gbs", None), interconnect_gbs=getattr(base, "interconnect_gbs", None),
         device_type=str(m.key.get("device_type", base.device_type if base is not None else "cpu")))
 
 
