@@ -166,15 +166,11 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     import json
     import os
 
+    from .augment import device_from_trace
     from .report import format_summary
     from .summary import summarize
+    from .summary_raw import with_costs
     from .trace_format import load_trace
-
-    def _trace_device(trace: dict) -> object | None:
-        # GPU traces name their device; CPU traces may come from another machine: no guess.
-        from .augment import device_from_trace
-
-        return device_from_trace(trace)[0]
 
     path = args.trace
     if os.path.isdir(path):
@@ -205,7 +201,12 @@ def _cmd_summary(args: argparse.Namespace) -> int:
             dist = trace.get("distributedInfo")
             if isinstance(dist, dict) and "rank" in dist:
                 label += f" (rank {dist.get('rank')} of {dist.get('world_size', '?')})"
-            summaries.append(summarize(trace, device=_trace_device(trace), label=label))
+            # GPU traces name their device; CPU traces may come from another machine: no guess.
+            device, device_note = device_from_trace(trace)
+            # A raw trace is costed here, in memory, by augment's own code (same numbers).
+            trace, costs_note = with_costs(trace, device)
+            summaries.append(summarize(trace, device=device, label=label, device_note=device_note,
+                                       costs_note=costs_note))
             del trace
     if not summaries:
         raise InductorPerfError(f"{path}: none of the {len(files)} JSON files is a readable trace")

@@ -21,6 +21,8 @@ import math
 from typing import Any, Sequence
 
 from .events import strict_json
+from .kernel_kinds import KIND_LABELS
+from .kernel_names import readable_names
 
 FORMATS = ("text", "markdown", "json")
 TEXT_WIDTH = 100
@@ -141,12 +143,14 @@ def _shorten(s: str, width: int) -> str:
 
 
 def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str, *,
-                 align: Sequence[str] | None = None, width: int = TEXT_WIDTH) -> str:
+                 align: Sequence[str] | None = None, width: int = TEXT_WIDTH, fixed: Sequence[int] = ()) -> str:
     """Render rows as ``text`` (aligned columns fitted to ``width``), ``markdown`` or ``json``.
 
     ``align`` is one ``"l"``/``"r"`` per column; by default columns whose values are all numbers
     (or None) are right-aligned. Cells are shown with ``str`` (floats to 3 significant digits); pass
     preformatted strings for units. JSON gives a list of ``{header: value}`` objects with raw values.
+    Text columns listed in ``fixed`` are never shortened (names already fitted and kept apart by
+    :func:`inductor_perf.kernel_names.readable_names`).
 
     >>> print(render_table(["a", "n"], [["x", 1], ["yy", 22]], "text"))
     a    n
@@ -177,7 +181,8 @@ def render_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], fmt: str
     widths = [max([len(headers[i])] + [len(r[i]) for r in cells]) for i in range(ncol)]
     sep = 2
     while sum(widths) + sep * (ncol - 1) > width:
-        shrinkable = [i for i in range(ncol) if align[i] == "l" and widths[i] > max(12, len(headers[i]))]
+        shrinkable = [i for i in range(ncol) if align[i] == "l" and widths[i] > max(12, len(headers[i]))
+                      and i not in fixed]
         if not shrinkable:
             break
         i = max(shrinkable, key=lambda j: widths[j])
@@ -201,7 +206,12 @@ def _check_fmt(fmt: str) -> None:
 
 
 # --- Summary --------------------------------------------------------------------------------------
-_KIND_LABEL = {"generated": "generated", "extern_matmul": "extern matmul/conv/attn", "other": "other"}
+def _split_text(d: dict[str, Any]) -> str:
+    """The kinds with time, largest first (every kind when none has any)."""
+    us = d["time_split_us"]
+    kinds = [k for k in us if _finite(us[k]) and us[k] > 0] or list(us)
+    kinds.sort(key=lambda k: -(us[k] or 0))
+    return ", ".join(f"{KIND_LABELS.get(k, k)} {fmt_pct(d['time_split_pct'].get(k))}" for k in kinds)
 
 
 def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
@@ -215,9 +225,7 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
                                  f"{fmt_count(d['kernel_count'])} kernels on {d['timelines']} timeline(s); "
                                  f"definition: {d['kernel_definition']})"))
     pairs.append(("Idle", f"{fmt_time_us(d['idle_us'])}  ({fmt_count(d['gap_count'])} gaps)"))
-    split = ", ".join(f"{_KIND_LABEL.get(k, k)} {fmt_pct(d['time_split_pct'].get(k))}"
-                      for k in d["time_split_us"])
-    pairs.append(("Kernel time", f"{fmt_time_us(d['kernel_time_us'])}: {split}"))
+    pairs.append(("Kernel time", f"{fmt_time_us(d['kernel_time_us'])}: {_split_text(d)}"))
     if d["achieved_tflops"] is None and d["achieved_gbps"] is None:
         ach = "unknown (no kernel_flop / kernel_num_gb args in this trace)"
     else:
@@ -226,48 +234,120 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
         ach += f"  ({fmt_flop(d['flop'])}, {fmt_gb(d['gb'])} moved; FLOPs known for " \
                f"{fmt_pct(d['flop_coverage_pct'])} of kernel time)"
     pairs.append(("Achieved", ach))
+    if d.get("costed_time_pct") is not None or d.get("costs_note"):
+        costed = f"{fmt_pct(d.get('costed_time_pct'))} of kernel time carries a cost (FLOPs, bytes or a " \
+                 "collective's size)"
+        if d.get("costs_note"):
+            costed += f"; {d['costs_note']}"
+        pairs.append(("Costed", costed))
     p = d["peak"]
+    note = d.get("device_note")
     if p["peak_tflops"] is not None or p["mem_bandwidth_gbs"] is not None:
         pairs.append(("Of peak", f"{fmt_pct(d['flops_pct_of_peak'])} of {fmt_tflops(p['peak_tflops'])} "
                                  f"{p['dtype'] or ''}, {fmt_pct(d['bandwidth_pct_of_peak'])} of "
-                                 f"{fmt_gbps(p['mem_bandwidth_gbs'])}  (device: {p['device'] or '?'}; "
-                                 f"peaks: {p['peak_source'] or '?'})"))
+                                 f"{fmt_gbps(p['mem_bandwidth_gbs'])}  (device: {p['device'] or '?'}"
+                                 f"{'; ' + note if note else ''}; peaks: {p['peak_source'] or '?'})"))
     else:
-        pairs.append(("Of peak", "unknown (no device peaks given)"))
+        pairs.append(("Of peak", f"unknown ({note or 'no device peaks given'})"))
     dist = d.get("distributed")
     if dist:
         pairs.append(("Distributed", ", ".join(f"{k} {v}" for k, v in dist.items())))
     return pairs
 
 
-def _tables(d: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]], list[str] | None]]:
-    """(title, headers, rows, align) of every table, cells already in display units."""
+_Table = tuple[str, list[str], list[list[Any]], list[str], list[int], str | None]
+"""(title, headers, rows, align, columns never shortened, footnote) of one table."""
+
+
+def _name_width(cells: list[list[Any]], headers: list[str], name_col: int) -> int:
+    """Room left for the name column of a text table once the other columns have theirs."""
+    others = sum(max([len(headers[i])] + [len(_cell(r[i])) for r in cells]) for i in range(len(headers))
+                 if i != name_col)
+    return max(24, min(60, TEXT_WIDTH - others - 2 * (len(headers) - 1)))
+
+
+def _kernel_table(d: dict[str, Any], fmt: str) -> _Table:
     # 100 columns hold ten columns only with compact numbers: SI prefix without the unit word.
-    k_rows = [[r["name"], r["count"], fmt_time_us(r["total_us"]), fmt_time_us(r["mean_us"]),
-               fmt_pct(r["share_of_busy_pct"]), fmt_si(r["flop"]),
-               fmt_si(r["gb"] * 1e9 if _finite(r["gb"]) else None), fmt_pct(_roof_pct(r)),
-               r["bound"] or _NA, _short_source(r["source"])]
-              for r in d["top_kernels"]]
-    tables = [(f"Top kernels by total time ({len(k_rows)} of {d['distinct_kernels']}; Peak = % of the "
-               "nearer roof, compute or memory)",
-               ["Kernel", "Calls", "Total", "Mean", "Busy", "FLOP", "Bytes", "Peak", "Bound", "Source"],
-               k_rows, list("lrrrrrrrll"))]
+    headers = ["Kernel", "Calls", "Total", "Mean", "Busy", "FLOP", "Bytes", "Peak", "Bound", "Source"]
+    rows = [[r["name"], r["count"], fmt_time_us(r["total_us"]), fmt_time_us(r["mean_us"]),
+             fmt_pct(r["share_of_busy_pct"]), fmt_si(r["flop"]),
+             fmt_si(r["gb"] * 1e9 if _finite(r["gb"]) else None), fmt_pct(_roof_pct(r)),
+             r["bound"] or _NA, _short_source(r["source"])]
+            for r in d["top_kernels"]]
+    align = list("lrrrrrrrll")
+    if fmt == "text":
+        # Columns with nothing to say (a raw trace has no FLOPs, bounds or sources) give their room
+        # to the kernel names.
+        keep = [0, 1, 2, 3, 4] + [i for i in range(5, len(headers)) if any(r[i] != _NA for r in rows)]
+        headers, align = [headers[i] for i in keep], [align[i] for i in keep]
+        rows = [[r[i] for i in keep] for r in rows]
+    width = _name_width(rows, headers, 0) if fmt == "text" else None
+    shown = readable_names([r[0] for r in rows], width)
+    for r in rows:
+        r[0] = shown[r[0]]
+    return (f"Top kernels by total time ({len(rows)} of {d['distinct_kernels']}; Peak = % of the nearer "
+            "roof, compute or memory)", headers, rows, align, [0],
+            "Busy = % of the device-busy time (union over all streams) during which the row's kernels ran")
+
+
+def _steps_table(d: dict[str, Any]) -> _Table | None:
+    steps = d.get("steps") or []
+    if not steps:
+        return None
+    rows = [[("* " if r["name"] == d.get("slowest_step") else "") + r["name"], fmt_time_us(r["dur_us"]),
+             fmt_pct(r["busy_pct"]), fmt_pct(r["matmul_pct"]), fmt_pct(r["other_pct"]), fmt_pct(r["comm_pct"]),
+             fmt_pct(r["idle_pct"]), r["kernel_count"]] for r in steps]
+    return (f"Steps ({len(steps)}; * = slowest)", ["Step", "Time", "Busy", "Matmul", "Other", "Comm", "Idle",
+                                                  "Kernels"], rows, list("lrrrrrrr"), [0],
+            "shares of the step's time, adding to 100 %: Matmul = a matmul/conv/attention kernel runs; "
+            "Other = other device work and no matmul; Comm = only collectives run (exposed); "
+            "Busy = Matmul + Other + Comm (union over all streams)")
+
+
+def _uncosted_table(d: dict[str, Any], fmt: str) -> _Table | None:
+    rows_in = d.get("uncosted") or []
+    if not rows_in:
+        return None
+    names = readable_names([r["kernel"] for r in rows_in], 40 if fmt == "text" else None)
+    rows = [[r["op"] or _NA, names[r["kernel"]], r["reason"], fmt_time_us(r["total_us"]),
+             fmt_pct(r["share_of_kernel_time_pct"]), r["count"]] for r in rows_in]
+    hints = {r["reason"]: r["hint"] for r in rows_in}
+    foot = "; ".join(f"{k}: {v}" for k, v in hints.items())
+    return (f"Not costed: top ops / kernels without a cost ({fmt_pct(d.get('costed_time_pct'))} of kernel time "
+            "carries one)", ["Launching op", "Kernel", "Why", "Time", "Of kernels", "Calls"], rows,
+            list("lllrrr"), [1], foot)
+
+
+def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
+    """Every table, cells already in display units."""
+    tables = [_kernel_table(d, fmt)]
+    steps = _steps_table(d)
+    if steps:
+        tables.append(steps)
     for key, title, n in (("modules", "By module", "distinct_modules"),
                           ("lines", "By source line", "distinct_lines")):
         rows = [[_short_source(r["key"]) if key == "lines" else r["key"], r["count"], fmt_time_us(r["total_us"]), fmt_pct(r["share_of_busy_pct"]),
                  fmt_flop(r["flop"]), fmt_gb(r["gb"]), fmt_tflops(r["achieved_tflops"])] for r in d[key]]
         tables.append((f"{title} ({len(rows)} of {d[n]})",
                        ["Module" if key == "modules" else "Source", "Calls", "Time", "Busy", "FLOP", "Bytes",
-                        "Rate"], rows, list("lrrrrrr")))
+                        "Rate"], rows, list("lrrrrrr"), [],
+                       "Busy = % of the device-busy time during which a kernel of the row ran (union over "
+                       "its kernels: never above 100 %; rows overlap when streams run in parallel)"))
+    uncosted = _uncosted_table(d, fmt)
+    if uncosted:
+        tables.append(uncosted)
     idle = [[r["host"], fmt_time_us(r["idle_us"]), fmt_pct(r["share_of_idle_pct"]), r["gaps"],
              _short_source(r["source"])] for r in d["idle_by_host"]]
     tables.append(("Idle time by host activity (innermost host event on the launching thread)",
-                   ["Host activity", "Idle", "Of idle", "Gaps", "Python frame"], idle, list("lrrrl")))
+                   ["Host activity", "Idle", "Of idle", "Gaps", "Python frame"], idle, list("lrrrl"), [], None))
+    near = [g["next_kernel"] or g["prev_kernel"] for g in d["gaps"]]
+    names = readable_names([n for n in near if n], 32 if fmt == "text" else None)
     gaps = [[fmt_time_us(g["dur_us"]), "+" + fmt_time_us(g["start_us"]), g["position"],
-             g["host_innermost"] or _NA, g["next_kernel"] or g["prev_kernel"] or _NA, _short_source(g["source"])]
-            for g in d["gaps"]]
+             g["host_innermost"] or _NA, names[n] if n else _NA, _short_source(g["source"])]
+            for g, n in zip(d["gaps"], near)]
     tables.append((f"Longest idle gaps ({len(gaps)} of {d['gap_count']})",
-                   ["Idle", "At", "Where", "Host activity", "Next kernel", "Source"], gaps, list("rrllll")))
+                   ["Idle", "At", "Where", "Host activity", "Next kernel", "Source"], gaps, list("rrllll"), [4],
+                   None))
     return tables
 
 
@@ -282,15 +362,16 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
         return json.dumps(d, indent=2, allow_nan=False, sort_keys=True)
     name = title or d.get("label") or "trace"
     head = _headline(d)
-    tables = _tables(d)
+    tables = _tables(d, fmt)
     out: list[str] = []
     if fmt == "markdown":
         out.append(f"## inductor_perf summary: {name}")
         out.append("")
         out.append(render_table(["Metric", "Value"], head, "markdown", align=["l", "l"]))
-        for t_title, headers, rows, align in tables:
+        for t_title, headers, rows, align, _, foot in tables:
             if rows:
                 out += ["", f"### {t_title}", "", render_table(headers, rows, "markdown", align=align)]
+                out += ["", f"_{foot}_"] if foot else []
         if d["notes"]:
             out += ["", "### Notes", ""] + [f"- {n}" for n in d["notes"]]
         return "\n".join(out) + "\n"
@@ -299,9 +380,10 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
     label_w = max(len(k) for k, _ in head)
     for k, v in head:
         out.append(_wrap(f"{k.ljust(label_w)}  ", v))
-    for t_title, headers, rows, align in tables:
+    for t_title, headers, rows, align, fixed, foot in tables:
         if rows:
-            out += ["", t_title, render_table(headers, rows, "text", align=align)]
+            out += ["", _wrap("", t_title), render_table(headers, rows, "text", align=align, fixed=fixed)]
+            out += [_wrap("  ", foot)] if foot else []
     if d["notes"]:
         out += ["", "Notes"] + [_wrap("- ", n) for n in d["notes"]]
     return "\n".join(out) + "\n"

@@ -26,11 +26,13 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import events as evs
+from .kernel_kinds import KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
+from .summary_coverage import coverage
 from .summary_idle import busy_window, idle_tables, launching_threads
 from .summary_kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX,
-                              KERNEL_DEFINITIONS, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS,
-                              TraceKernels, _Ev, _num, _parse, headline_dtype, kernel_kind,
+                              KERNEL_DEFINITIONS, TraceKernels, _Ev, _num, _parse, headline_dtype,
                               select_kernels)
+from .summary_steps import slowest_step, step_rows
 from .summary_rows import (GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, _g, _pct,
                            _r)
 
@@ -78,10 +80,13 @@ class _Acc:
     flop_time: float = 0.0
     gb: float | None = None
     gb_time: float = 0.0
+    members: list[_Ev] = field(default_factory=list)
+    """The calls themselves: a row's share of busy time is the union of their intervals."""
 
     def add(self, k: _Ev, flop: Any, gb: Any) -> None:
         self.count += 1
         self.time += k.dur
+        self.members.append(k)
         if flop is not None:
             self.flop = (self.flop or 0) + flop
             self.flop_time += k.dur
@@ -121,6 +126,8 @@ class _Totals:
         self.lines: dict[str, _Acc] = {}
         self.bad_args = 0
         """Kernel args present but not finite numbers."""
+        self.kinds: dict[int, str] = {}
+        """``id(kernel)`` -> its kind, for the per-step view."""
 
     def arg_num(self, k: _Ev, key: str) -> float | int | None:
         if key not in k.args:
@@ -145,8 +152,9 @@ class _Totals:
         return flop, gb
 
     def add(self, k: _Ev) -> None:
-        kind = kernel_kind(k.name, k.args)
+        kind = kernel_kind(k.name, k.args, k.cat)
         self.split[kind] += k.dur
+        self.kinds[id(k)] = kind
         flop, gb = self.flop_and_gb(k)
         if flop is not None:
             self.flop += flop
@@ -189,8 +197,21 @@ def _rate_gbps(gb: Any, us: float) -> float | None:
     return _g(gb / us * 1e6) if gb is not None and us > 0 else None
 
 
-def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo) -> list[KernelRow]:
-    """Every kernel name's row, most time first."""
+def _union_us(kernels: list[_Ev]) -> float:
+    """The time at least one of ``kernels`` runs (their intervals merged)."""
+    total, end = 0.0, None
+    for k in sorted(kernels, key=lambda e: e.ts):
+        if end is None or k.ts >= end:
+            total += k.dur
+            end = k.end
+        elif k.end > end:
+            total += k.end - end
+            end = k.end
+    return total
+
+
+def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo, top: int) -> list[KernelRow]:
+    """Every kernel name's row, most time first (the share of busy time for the ``top`` ones)."""
     rows: list[KernelRow] = []
     for name, a in table.items():
         tflops = _rate_tflops(a.flop, a.flop_time)
@@ -199,21 +220,25 @@ def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo) -> l
         bpct = (a.bpct[0] / a.bpct[1]) if a.bpct[1] else _pct(gbps, peak.mem_bandwidth_gbs)
         rows.append(KernelRow(
             name=name, kind=a.kind, count=a.count, total_us=_r(a.time),
-            mean_us=_r(a.time / a.count), share_of_busy_pct=_pct(a.time, busy),
+            mean_us=_r(a.time / a.count), share_of_busy_pct=None,
             flop=a.flop, gb=_g(a.gb), achieved_tflops=tflops, achieved_gbps=gbps,
             flops_pct=_r(fpct), bandwidth_pct=_r(bpct), bound=_dominant(a.bound),
             source=_dominant(a.source), module_path=_dominant(a.module)))
     rows.sort(key=lambda r: (-r.total_us, r.name))
+    for r in rows[:top]:
+        r.share_of_busy_pct = _pct(_union_us(table[r.name].members), busy)
     return rows
 
 
 def _group_rows(table: dict[str, _Acc], busy: float, top: int) -> list[GroupRow]:
     """The ``top`` module or source-line rows, most time first."""
     out = [GroupRow(key=key, count=g.count, total_us=_r(g.time),
-                    share_of_busy_pct=_pct(g.time, busy), flop=g.flop, gb=_g(g.gb),
+                    share_of_busy_pct=None, flop=g.flop, gb=_g(g.gb),
                     achieved_tflops=_rate_tflops(g.flop, g.flop_time))
            for key, g in table.items()]
     out.sort(key=lambda r: (-r.total_us, r.key))
+    for r in out[:top]:
+        r.share_of_busy_pct = _pct(_union_us(table[r.key].members), busy)
     return out[:top]
 
 
@@ -240,7 +265,8 @@ def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time:
         notes.append("no kernel_flop args: this trace is not augmented, so FLOP/s and % of peak are unknown")
     if kernel_time > busy * 1.001 and busy > 0:
         notes.append(f"kernels overlap: summed kernel time is {kernel_time / busy:.2f}x the busy time; "
-                     "per-kernel shares can add up to more than 100 %")
+                     "each row's Busy share is the union of its kernels' time (never above 100 %), "
+                     "but the rows can add up to more than 100 %")
     if device is None and totals.any_flop:
         notes.append("no device given: overall % of peak is unknown")
     elif device is not None and peak.peak_tflops is None:
@@ -269,14 +295,16 @@ def _trace_events(trace: Any) -> list[Any]:
 
 
 def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None = None,
-              top: int = 20, label: str | None = None) -> Summary:
+              top: int = 20, label: str | None = None, device_note: str | None = None,
+              costs_note: str | None = None) -> Summary:
     """Summarize one Kineto / Chrome trace dict (one rank).
 
     ``device``: an object or mapping with ``name``, ``peak_tflops`` (dict keyed by torch.dtype or dtype
     name), ``mem_bandwidth_gbs`` and ``peak_source``; when given, overall and per-kernel achieved
     figures are compared with its ``dtype`` peak (default: :func:`headline_dtype` of the trace).
-    ``top`` bounds each table's rows. Never raises on odd events: they are counted in ``skipped`` /
-    ``bad_args`` instead.
+    ``top`` bounds each table's rows. ``device_note`` (how the device was recognised, or why not)
+    and ``costs_note`` (set when the caller computed the costs, :mod:`.summary_raw`) are shown in
+    the header. Never raises on odd events: they are counted in ``skipped`` / ``bad_args`` instead.
 
     The steps: parse events and choose the kernels (:mod:`.summary_kernels`), find each kernel's
     launching thread and the busy window, sum per kernel / module / line, the gap and idle tables
@@ -293,11 +321,19 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         dtype = headline_dtype(k.args for k in kernels)
     peak = _device_peaks(device, dtype)
     totals = _totals(kernels)
-    rows = _kernel_rows(totals.kernels, busy, peak)
+    rows = _kernel_rows(totals.kernels, busy, peak, top)
     gap_rows, idle_rows = idle_tables(tk, window, launcher)
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
     split = totals.split
+    costed_pct, uncosted = coverage(kernels, kernel_time, top)
+    steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
+    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, skipped, rows)
+    slowest = slowest_step(steps)
+    if slowest is not None and len(steps) > 1:
+        dur = max(r.dur_us for r in steps)
+        notes.append(f"slowest step: {slowest} ({dur / 1e3:.3g} ms; median "
+                     f"{sorted(r.dur_us for r in steps)[len(steps) // 2] / 1e3:.3g} ms)")
     return Summary(
         label=label,
         kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],
@@ -316,5 +352,6 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         lines=_group_rows(totals.lines, busy, top), distinct_lines=len(totals.lines),
         gaps=gap_rows[:top], gap_count=len(gap_rows), idle_by_host=idle_rows[:top],
         distributed=_distributed(trace), events_total=len(raw_events), events_used=len(tk.events),
-        skipped=dict(skipped), bad_args=totals.bad_args,
-        notes=_notes(tk, graph_launches, totals, kernel_time, busy, device, peak, skipped, rows))
+        skipped=dict(skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
+        costs_note=costs_note, costed_time_pct=costed_pct, uncosted=uncosted, steps=steps,
+        slowest_step=slowest)

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
 from . import events as evs
+from .kernel_kinds import (KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS,  # noqa: F401 (re-exported)
+                           kernel_kind)
 
 # --- Which events are kernels ---------------------------------------------------------------------
 # The profiler's own whole-window span; counting it would stretch the window to profiler start-up.
@@ -36,66 +38,7 @@ KERNEL_DEFINITIONS = {
     DEF_NONE: "no kernel events found",
 }
 
-# --- Time split ---------------------------------------------------------------------------------------
-KIND_GENERATED = "generated"
-KIND_EXTERN_MATMUL = "extern_matmul"
-KIND_OTHER = "other"
-KINDS = (KIND_GENERATED, KIND_EXTERN_MATMUL, KIND_OTHER)
-
-_GENERATED_NAME = re.compile(r"^(graph_\d+_|triton_)")
 _GRAPH_KERNEL_NAME = re.compile(r"^graph_\d+_")
-
-# Exact op names (namespace "aten::" stripped) of matmul / conv / attention externs. Exact names,
-# never substrings: "triton_poi_fused_convolution_0" must not count as a convolution.
-_MATMUL_OPS = frozenset({
-    "mm", "addmm", "bmm", "baddbmm", "addbmm", "matmul", "linear", "_int_mm", "_scaled_mm",
-    "conv1d", "conv2d", "conv3d", "convolution", "_convolution", "conv_transpose1d", "conv_transpose2d",
-    "conv_transpose3d", "convolution_backward", "cudnn_convolution", "cudnn_convolution_transpose",
-    "mkldnn_convolution", "mkldnn::_convolution_pointwise", "mkldnn::_convolution_transpose_pointwise",
-    "mkldnn::_linear_pointwise", "mkl::_mkl_linear",
-    "scaled_dot_product_attention", "_scaled_dot_product_attention_math",
-    "_scaled_dot_product_flash_attention", "_scaled_dot_product_flash_attention_backward",
-    "_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward",
-    "_scaled_dot_product_efficient_attention", "_scaled_dot_product_efficient_attention_backward",
-    "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_cudnn_attention_backward",
-    "_flash_attention_forward", "_flash_attention_backward",
-    "_efficient_attention_forward", "_efficient_attention_backward",
-    "_grouped_mm", "grouped_mm",  # MoE experts; transformers' fallback for them under torch.compile:
-    "transformers::grouped_mm_fallback", "transformers::grouped_mm_fallback_backward",
-})
-# cpp_wrapper calls externs through C shims such as ``aoti_torch_cpu_addmm_out``.
-_SHIM_NAME = re.compile(r"^aoti_torch_(?:cpu|cuda|xpu|mps)_(.+?)(?:_out)?$")
-
-
-def kernel_kind(name: str, args: Mapping[str, Any] | None = None) -> str:
-    """Bucket of one kernel: ``generated``, ``extern_matmul`` or ``other``.
-
-    The ``kernel_kind`` arg (written by augmentation) wins; otherwise the name decides, by prefix for
-    generated kernels and by exact op name for externs.
-
-    >>> kernel_kind("graph_0_cpp_fused_convolution_0"), kernel_kind("aten::convolution")
-    ('generated', 'extern_matmul')
-    """
-    args = args or {}
-    kind = args.get(evs.KERNEL_KIND)
-    if kind == "generated":
-        return KIND_GENERATED
-    if kind == "extern":
-        matmul_flop = _num(args.get(evs.KERNEL_MATMUL_FLOP))
-        if _is_matmul_name(name) or (matmul_flop is not None and matmul_flop > 0):
-            return KIND_EXTERN_MATMUL
-        return KIND_OTHER
-    if _GENERATED_NAME.match(name):
-        return KIND_GENERATED
-    return KIND_EXTERN_MATMUL if _is_matmul_name(name) else KIND_OTHER
-
-
-def _is_matmul_name(name: str) -> bool:
-    op = name[len("aten::"):] if name.startswith("aten::") else name
-    shim = _SHIM_NAME.match(op)
-    if shim:
-        op = shim.group(1)
-    return op in _MATMUL_OPS
 
 
 # --- Parsing --------------------------------------------------------------------------------------

@@ -24,6 +24,8 @@ class KernelRow:
     total_us: float
     mean_us: float
     share_of_busy_pct: float | None
+    """% of the device-busy time during which a call of this kernel ran (union over its calls, so
+    never above 100; rows overlap when streams run in parallel)."""
     flop: float | None
     """Sum of ``kernel_flop`` over the calls that carry it; None when none do."""
     gb: float | None
@@ -45,6 +47,8 @@ class GroupRow:
     count: int
     total_us: float
     share_of_busy_pct: float | None
+    """% of the device-busy time during which a kernel of this group ran (union over its kernels:
+    never above 100, though the rows can add up to more when streams overlap)."""
     flop: float | None
     gb: float | None
     achieved_tflops: float | None
@@ -131,6 +135,17 @@ class Summary:
     skipped: dict[str, int]
     bad_args: int
     notes: list[str] = field(default_factory=list)
+    device_note: str | None = None
+    """How the device was found (e.g. recognised from its properties), or why it was not."""
+    costs_note: str | None = None
+    """Set when the summary computed the costs itself (a trace ``augment`` had not costed)."""
+    costed_time_pct: float | None = None
+    """Share of kernel time in kernels that carry a cost (FLOPs, bytes, or a collective's size)."""
+    uncosted: list[Any] = field(default_factory=list)
+    """:class:`inductor_perf.summary_coverage.UncostedRow`: the uncosted ops / kernels, most time first."""
+    steps: list[Any] = field(default_factory=list)
+    """:class:`inductor_perf.summary_steps.StepRow`, one per ``ProfilerStep#N``, in time order."""
+    slowest_step: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; non-finite floats become None."""

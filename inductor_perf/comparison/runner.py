@@ -34,18 +34,36 @@ def diff_traces(a: Mapping[str, Any], b: Mapping[str, Any], *, by: str = "module
     >>> c = diff_traces(load_trace("eager.json.gz"), load_trace("compiled.json.gz"))  # doctest: +SKIP
     >>> print(c.to_text())  # doctest: +SKIP
     """
-    return compare_units(trace_units(a), trace_units(b), by=by, labels=labels)
+    ua, note_a = _costed_units(a)
+    ub, note_b = _costed_units(b)
+    result = compare_units(ua, ub, by=by, labels=labels)
+    result.notes += [f"{side}: {note}" for side, note in zip(labels, (note_a, note_b)) if note]
+    return result
+
+
+def _costed_units(trace: Mapping[str, Any]) -> tuple[Any, str | None]:
+    """The comparison units of ``trace``, costed first when ``augment`` has not costed it (the same
+    code, in memory: :func:`inductor_perf.summary_raw.with_costs`), and the note saying so."""
+    from ..cost_args import device_from_trace
+    from ..summary_raw import with_costs
+
+    note = None
+    if isinstance(trace, dict):
+        trace, note = with_costs(trace, device_from_trace(trace)[0])
+    return trace_units(trace), note
 
 
 def diff_files(path_a: str | os.PathLike, path_b: str | os.PathLike, *, by: str = "module") -> Comparison:
     """:func:`diff_traces` of two ``.json`` / ``.json.gz`` trace files."""
-    a, b = tf.load_trace(path_a), tf.load_trace(path_b)
-    ua, ub = trace_units(a), trace_units(b)
     la = os.path.basename(os.fspath(path_a))
     lb = os.path.basename(os.fspath(path_b))
     if la == lb:
         la, lb = os.fspath(path_a), os.fspath(path_b)
-    return compare_units(ua, ub, by=by, labels=(la, lb))
+    ua, note_a = _costed_units(tf.load_trace(path_a))  # one trace in memory at a time
+    ub, note_b = _costed_units(tf.load_trace(path_b))
+    result = compare_units(ua, ub, by=by, labels=(la, lb))
+    result.notes += [f"{side}: {note}" for side, note in zip((la, lb), (note_a, note_b)) if note]
+    return result
 
 
 # --- compare(): profile eager and compiled runs of one model ---------------------------------------
