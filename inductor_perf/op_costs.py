@@ -14,7 +14,8 @@ from typing import Any, Callable
 from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
 from .launch_join import KERNEL, LaunchIndex
-from .op_formulas import ATEN_PREFIX, NO_SHAPES, OP_FORMULAS, UNKNOWN_DTYPE, OpCost, op_cost_or_reason
+from .op_formulas import ATEN_PREFIX, NO_SHAPES, UNKNOWN_DTYPE, OpCost
+from .op_meta import op_cost_or_reason, wants_cost
 from .trace_format import validate_trace
 
 
@@ -129,7 +130,7 @@ class CostJoin(LaunchIndex):
                 self.pre[i] = pre
             return
         name = ev.get("name")
-        if type(name) is not str or name[_AP:] not in OP_FORMULAS:
+        if type(name) is not str or not wants_cost(name):
             result = None
         else:
             # Steps repeat the same layers: memoize by the recorded inputs (repr is a cheap,
@@ -184,8 +185,8 @@ class CostJoin(LaunchIndex):
             covered.add(i)
             p = parent.get(i)
             while p is not None:
-                if p in own:
-                    shadowed.add(p)
+                if p in own and (own[i].matmul_flops or not own[p].matmul_flops):
+                    shadowed.add(p)  # a matmul is not shadowed by the copy/fill it does inside
                 if p in recognized:
                     covered.add(p)
                 p = parent.get(p)

@@ -30,6 +30,7 @@ ATEN_PREFIX = "aten::"
 NO_SHAPES = "no_shapes"
 BAD_SHAPES = "bad_shapes"
 UNKNOWN_DTYPE = "unknown_dtype"
+UNKNOWN_OP = "unknown_op"
 
 
 class _Skip(Exception):

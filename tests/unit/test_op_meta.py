@@ -1,0 +1,245 @@
+"""Costs of any aten op by torch's shape rules (op_meta), fbgemm's ops (op_formulas_ext), the
+signature cache, and the share of the shared real traces' GPU time they cost.
+
+Expected numbers are hand arithmetic (numel x itemsize, stated in the comments) or FlopCounterMode
+on the same op run on real tensors; fbgemm records are copied from ../shared/traces (shapes only).
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from inductor_perf import op_meta
+from inductor_perf.op_costs import CostJoin
+from inductor_perf.op_formulas import OpCost
+from inductor_perf.op_formulas_ext import embedding_backward_cost, ext_cost_or_reason
+from inductor_perf.op_meta import op_cost_or_reason
+from inductor_perf.trace_format import load_trace
+
+TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """Each test gets an empty signature cache (never the user's)."""
+    monkeypatch.setenv("INDUCTOR_PERF_CACHE_DIR", str(tmp_path / "cache"))
+
+
+def rec(dims, types, concrete=None):
+    args = {"Input Dims": dims, "Input type": types}
+    if concrete is not None:
+        args["Concrete Inputs"] = concrete
+    return args
+
+
+def cost(name, *a, **k) -> OpCost:
+    got = op_cost_or_reason(name, rec(*a, **k))
+    assert isinstance(got, OpCost), got
+    return got
+
+
+# --- aten ops by torch's shape rules ---------------------------------------------------------------
+def test_pointwise_broadcast_add():
+    c = cost("aten::add", [[4, 8], [8], []], ["float", "float", "Scalar"], ["", "", "1"])
+    assert (c.bytes_read, c.bytes_written) == ((32 + 8) * 4, 32 * 4)
+    assert c.flops == torch.add(torch.ones(4, 8), torch.ones(8)).numel() == 32 and c.matmul_flops == 0
+
+
+def test_inplace_add_reads_and_writes_self():
+    c = cost("aten::add_", [[128, 128], [128, 128], []], ["float", "float", "Scalar"], ["", "", "1"])
+    assert (c.bytes_read, c.bytes_written, c.flops) == (2 * 128 * 128 * 4, 128 * 128 * 4, 128 * 128)
+
+
+def test_old_trace_scalar_without_concrete_inputs():
+    # mi250 / two_ranks style: a long tensor += an unrecorded Scalar; int and float give the same cost
+    c = cost("aten::add_", [[1], [], []], ["long", "Scalar", "Scalar"])
+    assert (c.bytes_read, c.bytes_written) == (8, 8)
+
+
+def test_reduction_counts_its_input():
+    c = cost("aten::sum", [[5, 128], [], [], []], ["float", "ScalarList", "Scalar", ""], ["", "[0]", "True", ""])
+    assert (c.flops, c.bytes_read, c.bytes_written) == (5 * 128, 5 * 128 * 4, 128 * 4)
+
+
+def test_reduction_with_unrecorded_dim_is_not_guessed():
+    # which dim was reduced decides the output: [110] or [2048]
+    assert op_cost_or_reason("aten::sum", rec([[2048, 110], [], [], []], ["float", "", "Scalar", ""])) == "no_shapes"
+
+
+def test_cat_with_and_without_its_dim():
+    for concrete in (["", "0"], None):  # any dim torch accepts gives the same bytes
+        c = cost("aten::cat", [[[2, 3], [4, 3]], []], ["TensorList", "Scalar"], concrete)
+        assert (c.bytes_read, c.bytes_written, c.flops) == ((6 + 12) * 4, 18 * 4, 0)
+    # an old profiler's TensorList: shapes not recorded
+    assert op_cost_or_reason("aten::cat", rec([[], []], ["TensorList", "Scalar"])) == "no_shapes"
+
+
+@pytest.mark.parametrize("name,dims,types,concrete", [
+    ("aten::embedding", [[100, 16], [8], [], [], []], ["float", "long", "Scalar", "Scalar", "Scalar"],
+     ["", "", "-1", "False", "False"]),
+    ("aten::index_select", [[100, 16], [], [8]], ["float", "Scalar", "long"], ["", "0", ""]),
+])
+def test_gathers_read_their_inputs_once(name, dims, types, concrete):
+    c = cost(name, dims, types, concrete)
+    # the table (100x16 float) and 8 int64 indices read once; 8 rows of 16 floats written
+    assert (c.bytes_read, c.bytes_written, c.flops) == (100 * 16 * 4 + 8 * 8, 8 * 16 * 4, 0)
+
+
+def test_layer_norm_forward_and_backward():
+    # an old record: normalized_shape not recorded, fixed by the weight's shape
+    f = cost("aten::native_layer_norm", [[8, 16], [], [16], [16], []], ["float", "", "float", "float", "Scalar"])
+    assert (f.bytes_read, f.bytes_written) == ((128 + 16 + 16) * 4, (128 + 8 + 8) * 4)  # out, mean, rstd
+    b = cost("aten::native_layer_norm_backward", [[8, 16], [8, 16], [], [8, 1], [8, 1], [16], [16], []],
+             ["float", "float", "ScalarList", "float", "float", "float", "float", "ScalarList"],
+             ["", "", "[16]", "", "", "", "", "[True, True, True]"])
+    assert (b.bytes_read, b.bytes_written) == ((128 * 2 + 8 * 2 + 16 * 2) * 4, (128 + 16 + 16) * 4)
+
+
+def test_softmax_moves_its_input_and_output():
+    c = cost("aten::_softmax", [[4, 10], [], []], ["float", "Scalar", "Scalar"], ["", "1", "False"])
+    assert (c.bytes_read, c.bytes_written) == (160, 160)
+
+
+def test_convolution_backward_flops_as_flop_counter():
+    go, x, w = torch.randn(2, 8, 6, 6), torch.randn(2, 4, 8, 8), torch.randn(8, 4, 3, 3)
+    with FlopCounterMode(display=False) as fc:
+        outs = torch.ops.aten.convolution_backward(go, x, w, [8], [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
+                                                   [True, True, True])
+    c = cost("aten::convolution_backward", [list(go.shape), list(x.shape), list(w.shape)] + [[]] * 8,
+             ["float"] * 3 + ["ScalarList"] * 4 + ["Scalar", "ScalarList", "Scalar", "ScalarList"],
+             ["", "", "", "[8]", "[1, 1]", "[0, 0]", "[1, 1]", "False", "[0, 0]", "1", "[True, True, True]"])
+    assert c.flops == c.matmul_flops == fc.get_total_flops() > 0
+    assert c.bytes_read == (go.numel() + x.numel() + w.numel()) * 4
+    assert c.bytes_written == sum(o.numel() for o in outs) * 4
+
+
+def test_foreach_add_inplace():
+    c = cost("aten::_foreach_add_", [[[128, 128], [128]], [[128, 128], [128]], []],
+             ["TensorList", "TensorList", "Scalar"], ["", "", "-0.001"])
+    n = 128 * 128 + 128
+    assert (c.bytes_read, c.bytes_written, c.flops) == (2 * n * 4, n * 4, n)
+
+
+def test_views_and_allocations_are_not_costs():
+    # 0 bytes: op_cost_or_reason says "nothing to cost", so they never stand for the op around them
+    assert op_meta.meta_cost("view", rec([[1, 8192], []], ["float", "ScalarList"])) == OpCost(0, 0, 0, 0, "float32")
+    assert op_cost_or_reason("aten::view", rec([[1, 8192], []], ["float", "ScalarList"])) is None
+    assert op_cost_or_reason("aten::empty", rec([[], [], [], [], [], []], ["ScalarList"] + [""] * 5,
+                                                ["[4, 4]", "", "", "", "", ""])) is None
+
+
+@pytest.mark.parametrize("name,dims,types", [
+    ("aten::nonzero", [[100]], ["float"]),
+    ("aten::masked_select", [[100], [100]], ["float", "bool"]),
+])
+def test_data_dependent_ops_give_a_reason(name, dims, types):
+    assert op_cost_or_reason(name, rec(dims, types)) == "unknown_op"
+
+
+def test_unknown_and_malformed_records():
+    assert op_cost_or_reason("aten::no_such_op_here", rec([[4]], ["float"])) == "unknown_op"
+    assert op_cost_or_reason("mylib::thing", rec([[4]], ["float"])) == "unknown_op"
+    assert op_cost_or_reason("aten::add", {"Input Dims": "oops"}) == "no_shapes"
+    assert op_cost_or_reason("aten::add", rec([[4], [4]], ["float"])) == "no_shapes"  # types too short
+    assert op_cost_or_reason("aten::add", rec([[-4], [4], []], ["float", "float", "Scalar"])) == "bad_shapes"
+    assert op_cost_or_reason("aten::add", rec([[4], [5], []], ["float", "float", "Scalar"])) == "bad_shapes"
+    assert op_cost_or_reason("aten::add", rec([[4], [4], []], ["c10::Foo", "float", "Scalar"])) == \
+        "unknown_dtype:c10::Foo"
+    assert op_cost_or_reason(None, {}) is None
+
+
+# --- the cache -------------------------------------------------------------------------------------
+def test_signature_evaluated_once_then_read_from_disk(monkeypatch):
+    args = rec([[4, 8], [4, 8]], ["float", "float"], ["", ""])
+    first = op_meta.meta_cost("mul", args)
+    op_meta._CACHE.clear()  # a new process: only the file remains
+
+    def boom(*a, **k):
+        raise AssertionError("torch ran again")
+
+    monkeypatch.setattr(op_meta, "evaluate", boom)
+    assert op_meta.meta_cost("mul", args) == first == OpCost(32, 0, 256, 128, "float32")
+
+
+# --- fbgemm ----------------------------------------------------------------------------------------
+# a100_ranks8_r3_control, External id 251: one table (T=1), 8192 bags, 61072 weighted indices
+_LOOKUP = rec([[0], [96000], [0], [0, 0], [1], [1], [2], [], [], [2], [], [61072], [8193], [], [61072], [], [0],
+               [], [], [], [1000], [0], [1], [1], [], [], [], [], []],
+              ["float", "float", "float", "float", "int", "long", "int", "Scalar", "Scalar", "long", "Scalar", "long",
+               "long", "Scalar", "float", "", "int", "Scalar", "Scalar", "Scalar", "float", "float", "int", "long",
+               "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"])
+_LOOKUP_NAME = "fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function"
+
+
+def test_embedding_lookup_forward():
+    c = ext_cost_or_reason(_LOOKUP_NAME, _LOOKUP)
+    d = 96000 // 1000  # 1000 rows (one momentum value each) of 96 floats
+    small = 4 + 8 + 2 * 4 + 2 * 8 + 61072 * 8 + 8193 * 8 + 61072 * 4  # placements .. indice_weights
+    assert c == OpCost(2 * 61072 * d, 0, small + 61072 * d * 4, 8192 * d * 4, "float32")
+
+
+def test_embedding_backward_with_and_without_its_forward():
+    name = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
+    lower = ext_cost_or_reason(name, rec([[8192, 96]], ["float"]))
+    assert lower == OpCost(0, 0, 8192 * 96 * 4, 0, "float32")  # the grad alone: a lower bound
+    full = embedding_backward_cost((8192, 96), _LOOKUP, name)
+    rows = 61072 * 96 * 4  # each index's weight row read and written, and its momentum value
+    assert full.bytes_read == 8192 * 96 * 4 + (61072 * 8 + 8193 * 8 + 61072 * 4) + rows + 61072 * 4
+    assert full.bytes_written == rows + 61072 * 4
+
+
+def test_fbgemm_codecs_and_permutes():
+    q = ext_cost_or_reason("fbgemm::FloatToFP8RowwiseQuantized", rec([[1492704, 256], []], ["float", "Scalar"]))
+    assert (q.bytes_read, q.bytes_written) == (1492704 * 256 * 4, 1492704 * (256 + 8))
+    dq = ext_cost_or_reason("fbgemm::FP8RowwiseQuantizedToFloat", rec([[1638400, 264], []], ["unsigned char", "Scalar"]))
+    assert (dq.bytes_read, dq.bytes_written) == (1638400 * 264, 1638400 * 256 * 4)
+    p = ext_cost_or_reason("fbgemm::permute_pooled_embs_auto_grad",
+                           rec([[1024, 70904], [981], [980], [981], [980]], ["float"] + ["long"] * 4))
+    assert (p.bytes_read, p.bytes_written) == (1024 * 70904 * 4 + (981 + 980) * 2 * 8, 1024 * 70904 * 4)
+    s = ext_cost_or_reason("fbgemm::permute_sparse_features", rec([[984], [984, 1024], [15901872], []],
+                                                                  ["int", "int", "int", ""]))
+    assert (s.bytes_read, s.bytes_written) == ((984 + 984 * 1024 + 15901872) * 4, (984 * 1024 + 15901872) * 4)
+    # 979 permuted of 951 features: how many indices move depends on the data
+    assert ext_cost_or_reason("fbgemm::permute_sparse_features", rec([[979], [951, 1024], [13901542], []],
+                                                                     ["int", "int", "int", ""])) == "no_shapes"
+    assert ext_cost_or_reason(_LOOKUP_NAME, rec([[1]], ["float"])) == "bad_shapes"
+
+
+# --- the shared real traces --------------------------------------------------------------------------
+def kernel_share(path: Path) -> float:
+    """% of non-collective kernel time (memcpy / memset excluded: they carry their own bytes) whose
+    launching op gets an OpCost with bytes from op_cost_or_reason."""
+    evs = load_trace(str(path))["traceEvents"]
+    join = CostJoin(load=evs.__getitem__)
+    for i, e in enumerate(evs):
+        if isinstance(e, dict):
+            join.index(i, e)
+    parent = join.parents()
+    by = collections.Counter()
+    for k, launch in join.launches(parent):
+        if str(evs[k].get("name", "")).lower().startswith(("nccl", "void nccl", "rccl", "void rccl")):
+            continue
+        got = op_cost_or_reason(evs[launch]["name"], evs[launch].get("args")) if launch is not None else None
+        by[isinstance(got, OpCost) and got.bytes_read + got.bytes_written > 0] += join.kernels[k][2]
+    return 100 * by[True] / (by[True] + by[False])
+
+
+# Measured: a100 85.6, v100 38.0, mi250 100, rank-0 91.4, rank-1 93.3. a100 and v100 fall short for
+# lack of recorded shapes, not of rules: aten::cat's TensorList and aten::sum's dims were not recorded
+# by that profiler (5.6 + 3.3 %), apex FusedAdam records nothing (2.7 %); on v100 torch.compile'd
+# CompiledFunction / CompiledFunctionBackward (48 %) are opaque graphs.
+@pytest.mark.parametrize("trace,floor", [
+    ("mi250_minitoy_train_rocm6.json.gz", 90), ("two_ranks/sampled_rank-0.json.gz", 90),
+    ("two_ranks/sampled_rank-1.json.gz", 90), ("a100_ranks8_r3_control.json.gz", 85),
+    ("v100_ranks2_r1_test.json.gz", 37),
+])
+def test_share_of_kernel_time_costed_on_shared_traces(trace, floor):
+    path = TRACES / trace
+    if not path.exists():
+        pytest.skip(f"{path} absent (the shared real traces, ../shared/traces)")
+    assert kernel_share(path) >= floor
