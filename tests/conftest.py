@@ -20,6 +20,8 @@ from typing import Any, Callable
 # Must happen before torch._inductor reads its cache dir (it reads the variable when first needed).
 _SESSION_CACHE = tempfile.mkdtemp(prefix="inductor_perf_test_cache_")
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = _SESSION_CACHE
+# Our own cache (op costs by signature, calibration) too: a warm entry from another run never serves a test.
+os.environ["INDUCTOR_PERF_CACHE_DIR"] = os.path.join(_SESSION_CACHE, "inductor_perf")
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
