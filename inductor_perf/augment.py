@@ -28,14 +28,16 @@ log = logging.getLogger(__name__)
 
 # --- the pure core -------------------------------------------------------------------------------
 def augment_trace(trace: dict, costs: Mapping[int, EventCost], device: "DeviceSpec | None", *,
-                  device_events_only: bool = False) -> tuple[dict, AugmentStats]:
+                  device_events_only: bool = False,
+                  labels: Mapping[int, Mapping[str, Any]] | None = None) -> tuple[dict, AugmentStats]:
     """A new trace in which ``traceEvents[i]`` for each ``i`` in ``costs`` carries our args.
 
     The input is not modified: the result shares every event it does not change; changed events
     get a new dict and a new ``args`` dict. Events keep their order and count. ``device`` gives the
     peaks for ``achieved_*_pct`` and ``roofline_bound``; without it those are omitted / "unknown".
     With ``device_events_only`` the device's peaks apply only to device-side events (a GPU row
-    says nothing about CPU ops in the same trace).
+    says nothing about CPU ops in the same trace). ``labels`` (:attr:`op_costs.CostJoin.labels`)
+    adds ``launch_op`` / ``not_costed`` to device events, after their cost's args.
 
     >>> new, stats = augment_trace(trace, {3: EventCost(2_000, 2_000, 48, 16)}, None)  # doctest: +SKIP
     """
@@ -46,13 +48,15 @@ def augment_trace(trace: dict, costs: Mapping[int, EventCost], device: "DeviceSp
     new_events = list(events)
     peak_cache: dict[tuple[Any, bool], float | None] = {}
     bandwidth = device_bandwidth(device)
-    for i, cost in costs.items():
+    labels = labels or {}
+    for i in (costs.keys() | labels.keys()) if labels else costs:
         if not isinstance(i, int) or not 0 <= i < len(events):
             raise IndexError(f"cost for event {i!r}: the trace has {len(events)} events")
         ev = events[i]
         if not isinstance(ev, dict):
             continue
-        new_events[i] = augment_event(ev, cost, device, device_events_only, peak_cache, bandwidth, stats)
+        new_events[i] = augment_event(ev, costs.get(i), device, device_events_only, peak_cache, bandwidth, stats,
+                                      labels.get(i))
     new_trace = dict(trace)
     new_trace["traceEvents"] = new_events
     return new_trace, stats
@@ -158,12 +162,14 @@ def _augment_file_full(src: str, dst: str, device: Any, show: Progress) -> Augme
     with tf.gc_paused():
         # Attribution and augmentation create many small dicts and free none of them.
         show("attributing")
-        costs, stats = costs_from_shapes(loaded.trace)
+        from .op_costs import costs_and_labels
+
+        costs, labels, stats = costs_and_labels(loaded.trace)
         note = None
         if device is None:
             device, note = device_from_trace(loaded.trace)
         show("augmenting")
-        new, astats = augment_trace(loaded.trace, costs, device, device_events_only=True)
+        new, astats = augment_trace(loaded.trace, costs, device, device_events_only=True, labels=labels)
         show("writing", 0.0)
         tf.save_trace(new, dst, progress=lambda f: show("writing", f))
     return astats.add_attribution(stats, note, loaded.non_finite)

@@ -11,33 +11,48 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from . import events as evs
+from .comm_costs import comm_args
 from .event_cost import AugmentStats, EventCost
 
 log = logging.getLogger(__name__)
 
 
-def augment_event(ev: dict, cost: EventCost, device: Any, device_events_only: bool,
+def augment_event(ev: dict, cost: EventCost | None, device: Any, device_events_only: bool,
                   peak_cache: dict[tuple[Any, bool], float | None], bandwidth: float | None,
-                  stats: AugmentStats) -> dict:
-    """A copy of ``ev`` whose new ``args`` dict carries ``cost``'s args; counts it in ``stats``."""
+                  stats: AugmentStats, label: Mapping[str, Any] | None = None) -> dict:
+    """A copy of ``ev`` whose new ``args`` dict carries ``cost``'s args, then ``label``'s
+    (``launch_op``, ``not_costed``: :attr:`op_costs.CostJoin.labels`); counts it in ``stats``.
+    ``cost`` None: the label alone."""
+    args = dict(evs.event_args(ev))
+    new_ev = dict(ev)
+    new_ev["args"] = args
+    if cost is None:
+        if label:
+            args.update(label)
+        stats.events_labelled += 1
+        return new_ev
     use_device = device is not None and (not device_events_only or evs.category(ev) not in evs.CPU_SCOPE_CATS)
     peak = None
-    if use_device:
+    if use_device and cost.comm is None:
         key = (cost.dtype, cost.matmul_flops > 0)
         if key not in peak_cache:
             peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
         peak = peak_cache[key]
-    args = dict(evs.event_args(ev))
     dur = evs.number(ev.get("dur"))
     if dur is None or dur <= 0:
         stats.nonpositive_dur += 1
         dur = None
-    args.update(cost_args(cost, dur, peak, bandwidth if use_device else None))
-    new_ev = dict(ev)
-    new_ev["args"] = args
+    if cost.comm is not None:
+        args.update(comm_args(cost.comm, dur, roof_bandwidth(device, "interconnect") if use_device else None))
+    else:
+        bw = bandwidth if cost.memory_roof is None or cost.memory_roof == "hbm" else roof_bandwidth(
+            device, cost.memory_roof)
+        args.update(cost_args(cost, dur, peak, bw if use_device else None))
+    if label:
+        args.update(label)
     stats.events_augmented += 1
     if peak is not None:
         stats.peaks_known = True
@@ -82,6 +97,7 @@ def static_args(cost: EventCost) -> tuple[dict[str, Any], dict[str, Any]]:
         evs.COST_SOURCE: cost.cost_source,
         evs.EAGER_OPS: ", ".join(cost.eager_ops) if cost.eager_ops else None,
         evs.KERNEL_DTYPE: str(cost.dtype).removeprefix("torch.") if cost.dtype is not None else None,
+        evs.MEMORY_ROOF: cost.memory_roof,
     }
     return ({k: v for k, v in head.items() if v is not None}, {k: v for k, v in tail.items() if v is not None})
 
@@ -120,6 +136,23 @@ def device_bandwidth(device: Any) -> float | None:
     if device is None:
         return None
     bw = evs.number(getattr(device, "mem_bandwidth_gbs", None))
+    return bw if bw and bw > 0 else None
+
+
+_ROOF_FIELDS = {"host_link": "host_link_gbs", "interconnect": "interconnect_gbs"}
+"""Device-row fields (GB/s per direction, from the device table) of the roofs other than HBM."""
+
+
+def roof_bandwidth(device: Any, roof: str | None) -> float | None:
+    """The bandwidth in GB/s of ``device``'s ``roof`` ("hbm" or None: :func:`device_bandwidth`;
+    "host_link", "interconnect": the row's ``host_link_gbs`` / ``interconnect_gbs``), or None when
+    the row lacks it: a host copy is never measured against HBM."""
+    if roof is None or roof == "hbm":
+        return device_bandwidth(device)
+    field = _ROOF_FIELDS.get(roof)
+    if device is None or field is None:
+        return None
+    bw = evs.number(getattr(device, field, None))
     return bw if bw and bw > 0 else None
 
 

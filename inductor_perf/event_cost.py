@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
+    from .comm_costs import CommCost
     from .tags import KernelTag
 
 COST_SOURCES = ("tag", "shapes", "triton")
@@ -41,6 +42,13 @@ class EventCost:
     cost_source: str = "shapes"
     """"tag" | "shapes" | "triton". For "triton" only the total bytes are known (kept in
     ``bytes_read``), so the read/written split is not written to the trace."""
+    memory_roof: str | None = None
+    """The roof ``achieved_bandwidth_pct`` is measured against when it is not the device memory:
+    "host_link" (HtoD / DtoH copies), "interconnect" (peer copies, collectives); "hbm" for the
+    copies and memsets that go through device memory. None: HBM, not written (every kernel)."""
+    comm: "CommCost | None" = None
+    """A collective kernel's message (:mod:`inductor_perf.comm_costs`): the event then gets the
+    collective's args instead of FLOPs and bytes."""
 
 
 @dataclass
@@ -49,6 +57,8 @@ class AugmentStats:
 
     events: int = 0
     events_augmented: int = 0
+    events_labelled: int = 0
+    """Device events that got only ``launch_op`` / ``not_costed`` (no cost)."""
     cpu_ops: int = 0
     device_kernels: int = 0
     ops_costed: int = 0
@@ -63,8 +73,17 @@ class AugmentStats:
     """Device kernels whose launching CPU op could not be found."""
     duplicate_external_ids: int = 0
     ops_with_several_kernels: int = 0
-    """Costed ops that launched more than one kernel: the cost goes on the longest one."""
+    """Costed ops that launched more than one kernel: the cost is split over them by duration
+    (docs/costs.md, "One op, several kernels")."""
     triton_costed: int = 0
+    copies_costed: int = 0
+    """memcpy / memset events sized from their own ``bytes`` (or the runtime call's ``size``)."""
+    copies_unsized: int = 0
+    """memcpy / memset events with no size: no cost."""
+    collectives_sized: int = 0
+    """Collective kernels whose message size was found (:mod:`inductor_perf.comm_costs`)."""
+    collectives_unsized: int = 0
+    """Collective kernels with no recorded message size: no bandwidth."""
     nonpositive_dur: int = 0
     """Costed events with dur <= 0 (or missing): no achieved throughput for them."""
     non_finite_inputs: int = 0
@@ -99,7 +118,8 @@ class AugmentStats:
         """Add ``other``'s counts to this one (names and notes are combined)."""
         for f in ("events", "cpu_ops", "device_kernels", "ops_costed", "ops_without_shapes", "ops_bad_shapes",
                   "unknown_dtypes", "kernels_without_launch", "duplicate_external_ids",
-                  "ops_with_several_kernels", "triton_costed", "nonpositive_dur", "non_finite_inputs"):
+                  "ops_with_several_kernels", "triton_costed", "nonpositive_dur", "non_finite_inputs",
+                  "events_labelled", "copies_costed", "copies_unsized", "collectives_sized", "collectives_unsized"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.unknown_dtype_names = tuple(sorted(set(self.unknown_dtype_names) | set(other.unknown_dtype_names)))
         self.notes.extend(n for n in other.notes if n not in self.notes)
@@ -112,7 +132,7 @@ class AugmentStats:
         if self.non_finite_inputs:
             out.append(f"{self.non_finite_inputs} NaN/Infinity values written as null")
         if self.ops_without_shapes:
-            out.append(f"{self.ops_without_shapes} matmul/conv/attention ops without recorded shapes "
+            out.append(f"{self.ops_without_shapes} ops without recorded shapes "
                        "(profile with record_shapes=True)")
         if self.ops_bad_shapes:
             out.append(f"{self.ops_bad_shapes} ops with shapes that do not fit the op")
@@ -121,6 +141,8 @@ class AugmentStats:
             out.append(f"{self.unknown_dtypes} ops with unknown dtypes ({names})")
         if self.kernels_without_launch:
             out.append(f"{self.kernels_without_launch} device kernels without a launching op")
+        if self.collectives_unsized:
+            out.append(f"{self.collectives_unsized} collective kernels without a recorded message size")
         if self.duplicate_external_ids:
             out.append(f"{self.duplicate_external_ids} duplicate External ids")
         if self.nonpositive_dur:

@@ -14,12 +14,16 @@ Pure: events in, indices out; nesting on a thread is :func:`inductor_perf.events
 from __future__ import annotations
 
 import bisect
+import re
+import sys
 from array import array
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from .event_cost import AugmentStats
-from .events import CPU_OP_CATS, CPU_SCOPE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, nest_threads, number
+from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, nest_threads,
+                     number)
 
 # Runtime calls that replay a captured CUDA graph (mode="reduce-overhead"): their correlation names
 # every kernel of the replay.
@@ -94,9 +98,11 @@ class _Flows:
         return self.runtime_by_loc.get(start) if start is not None else None
 
 
-# Event category -> KERNEL, OP, RUNTIME, SCOPE (another CPU scope) or NONE of these.
-KERNEL, OP, RUNTIME, SCOPE, NONE = 0, 1, 2, 3, -1
+# Event category -> KERNEL, OP, RUNTIME, SCOPE (another CPU scope), COPY (memcpy / memset on the
+# device) or NONE of these.
+KERNEL, OP, RUNTIME, SCOPE, COPY, NONE = 0, 1, 2, 3, 4, -1
 _CAT_KIND: dict[str, int] = {}
+_COPY_CATS = DEVICE_CATS - KERNEL_CATS
 
 
 def _cat_kind(cat: Any) -> int:
@@ -105,10 +111,55 @@ def _cat_kind(cat: Any) -> int:
         return NONE
     c = cat.lower()
     kind = (KERNEL if c in KERNEL_CATS else OP if c in CPU_OP_CATS else SCOPE if c in CPU_SCOPE_CATS
-            else RUNTIME if c in RUNTIME_CATS else NONE)
+            else RUNTIME if c in RUNTIME_CATS else COPY if c in _COPY_CATS else NONE)
     if type(cat) is str and len(_CAT_KIND) < 1024:
         _CAT_KIND[cat] = kind
     return kind
+
+
+# --- device copies ------------------------------------------------------------------------------
+_COPY_KIND = re.compile(r"\b(HtoD|DtoH|DtoD|PtoP|HtoH|DtoA|AtoD|AtoA|AtoH|HtoA)\b")
+# hipMemcpyKind / cudaMemcpyKind codes of a runtime call's ``kind`` arg.
+_KIND_CODES = {0: "HtoH", 1: "HtoD", 2: "DtoH", 3: "DtoD"}
+
+
+@dataclass(frozen=True)
+class Copy:
+    """A memcpy / memset on the device: its size in bytes when the event says it (``bytes``), its
+    kind ("HtoD", "DtoH", "DtoD", "PtoP", ...; "memset" for a memset; None: unknown)."""
+
+    nbytes: int | None
+    kind: str | None
+
+
+def copy_of(name: Any, args: dict) -> Copy:
+    """The :class:`Copy` a memcpy / memset event describes: kind from its name
+    ("Memcpy HtoD (Pinned -> Device)"; "Memset (Device)"), else its ``kind`` arg."""
+    n = _size(args.get("bytes"))
+    if isinstance(name, str) and name.lower().startswith("memset"):
+        return Copy(n, "memset")
+    m = _COPY_KIND.search(name) if isinstance(name, str) else None
+    kind = m.group(1) if m else args.get("kind")
+    return Copy(n, kind if isinstance(kind, str) and _COPY_KIND.fullmatch(kind) else None)
+
+
+def runtime_copy(args: dict, copy: Copy) -> Copy:
+    """``copy`` completed from the runtime call that launched it: ROCm writes the size (``size``)
+    and the hipMemcpyKind code (``kind``) there, not on the device event."""
+    n = copy.nbytes if copy.nbytes is not None else _size(args.get("size"))
+    kind = copy.kind
+    if kind is None:
+        code = _size(args.get("kind"))
+        kind = _KIND_CODES.get(code) if code is not None else None
+    return Copy(n, kind)
+
+
+def _size(v: Any) -> int | None:
+    """A byte count from a number or a decimal string ("2560"), else None."""
+    if isinstance(v, str):
+        v = int(v) if v.strip().isdigit() else None
+    n = number(v)
+    return int(n) if n is not None and n >= 0 and n == int(n) else None
 
 
 class LaunchIndex:
@@ -123,7 +174,7 @@ class LaunchIndex:
     """
 
     _STATE: tuple[str, ...] = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels",
-                               "flows_later")
+                               "flows_later", "names", "copies")
     _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids")
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -134,8 +185,12 @@ class LaunchIndex:
         self.ext_to_op: dict[Any, int] = {}
         self.dup_ext: set[Any] = set()
         self.runtime_by_corr: dict[Any, int] = {}
-        # kernel index -> (correlation, External id, dur)
+        # device event index (kernels, memcpy, memset) -> (correlation, External id, dur)
         self.kernels: dict[int, tuple[Any, Any, float]] = {}
+        self.names: dict[int, str] = {}
+        """CPU scope -> its name (interned: a few hundred distinct names in a trace), for ``launch_op``."""
+        self.copies: dict[int, Copy] = {}
+        """The memcpy / memset events among :attr:`kernels`."""
         self._load = load
         self.flows_later = array("q")
         """Indices of flow events ("s"/"f"), parsed in :meth:`launches` only if a kernel needs them;
@@ -167,10 +222,13 @@ class LaunchIndex:
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}
-        if kind == KERNEL:
-            self.stats.device_kernels += 1
+        if kind == KERNEL or kind == COPY:
             corr = args.get("correlation")
             self.kernels[i] = (_k(corr) if corr is not None else None, args.get("External id"), dur)
+            if kind == COPY:
+                self.copies[i] = copy_of(ev.get("name"), args)
+                return None
+            self.stats.device_kernels += 1
             return kind, args
         pid = ev.get("pid")
         if type(pid) is not int and type(pid) is not str:
@@ -185,6 +243,9 @@ class LaunchIndex:
                 self.runtime_by_corr[_k(corr)] = i
             return None
         self.is_scope.add(i)
+        name = ev.get("name")
+        if type(name) is str:
+            self.names[i] = sys.intern(name)
         if kind == OP:
             self.stats.cpu_ops += 1
             ext = args.get("External id")
@@ -221,6 +282,8 @@ class LaunchIndex:
             by_thread[key].extend(items)  # nested in parents(); the event index makes every item unique
         # Keyed by event index: the two ranges never share a key.
         self.kernels.update(st["kernels"])
+        self.names.update(st["names"])
+        self.copies.update(st["copies"])
         self.is_scope |= st["is_scope"]
         self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in index()
         self.flows_later.extend(st["flows_later"])
@@ -268,8 +331,9 @@ class LaunchIndex:
         return args.get("External id") if isinstance(args, dict) else None
 
     def launches(self, parent: Mapping[int, int]) -> Iterator[tuple[int, int | None]]:
-        """``(kernel, launching op or None)`` for each kernel, in index order; ``parent`` is
-        :meth:`parents`."""
+        """``(device event, launching op or None)`` for each kernel, memcpy and memset, in index
+        order; ``parent`` is :meth:`parents`. A copy whose event lacks its size or kind gets them
+        from its runtime call (:func:`runtime_copy`) in :attr:`copies`."""
         kernels, by_corr = self.kernels, self.runtime_by_corr
         flows: _Flows | None = None
         for k in sorted(kernels):
@@ -279,6 +343,12 @@ class LaunchIndex:
                 if flows is None:
                     flows = self._flows()
                 runtime = flows.runtime_of(self._load(k))
+            if runtime is not None and k in self.copies:
+                c = self.copies[k]
+                if c.nbytes is None or c.kind is None:
+                    args = self._load(runtime).get("args")
+                    if isinstance(args, dict):
+                        self.copies[k] = runtime_copy(args, c)
             # The runtime call sits inside its launching op on the CPU thread: exact, even when
             # External ids repeat.
             launch = parent.get(runtime) if runtime is not None else None

@@ -1,22 +1,36 @@
 """Costs of a plain torch.profiler trace from the shapes it recorded (``record_shapes=True``): each
-op's FLOPs and bytes (:mod:`inductor_perf.op_formulas`), put on exactly one event.
+op's FLOPs and bytes (:mod:`inductor_perf.op_formulas`), counted once.
 
-An op's cost goes on the device kernel it launched (found by :mod:`inductor_perf.launch_join`; the
-longest one when several), else on the CPU op itself; of nested ops with formulas only the
-innermost one that could be costed counts.
+An op's cost goes on the device kernels it launched (found by :mod:`inductor_perf.launch_join`;
+split over them by duration when several, :func:`split_shares`), else on the CPU op itself; of
+nested ops with formulas only the innermost one that could be costed counts. memcpy / memset
+events carry their own bytes, collective kernels their message (:mod:`inductor_perf.comm_costs`).
+Every device event also gets a label (:attr:`CostJoin.labels`): the op that launched it, and why it
+has no cost when it has none.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Mapping
 
+from . import events as evs
+from .comm_costs import (ANNOTATION_PREFIX, RPC_NAME, CommInfo, comm_cost, from_annotation, from_args, is_comm_kernel,
+                         normalize_op)
 from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
-from .launch_join import KERNEL, LaunchIndex
-from .op_formulas import ATEN_PREFIX, NO_SHAPES, UNKNOWN_DTYPE, OpCost
+from .launch_join import KERNEL, Copy, LaunchIndex
+from .op_formulas import ATEN_PREFIX, NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
 from .op_meta import op_cost_or_reason, wants_cost
 from .trace_format import validate_trace
+
+Label = Mapping[str, Any]
+"""The args a device event gets besides its cost: ``launch_op``, ``not_costed`` (and ``comm_op``
+for a collective with no recorded size)."""
+
+
+NO_LAUNCH_OP = "no_launch_op"
 
 
 def warm_up() -> None:
@@ -50,12 +64,18 @@ def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
     """Per-event costs of a plain torch.profiler trace recorded with ``record_shapes=True``.
 
     Each op's cost is counted once: on its device kernel when it launched any (joined through
-    ``correlation`` / ac2g flows / ``External id``; the longest kernel when several), else on the
+    ``correlation`` / ac2g flows / ``External id``; split over them by duration when several), else on the
     CPU op itself. Among nested ops with formulas (``aten::convolution`` > ``aten::_convolution`` >
     ``aten::mkldnn_convolution``) only the innermost one that could be costed counts.
 
     >>> costs, stats = costs_from_shapes(load_trace("resnet.pt.trace.json"))  # doctest: +SKIP
     """
+    costs, _labels, stats = costs_and_labels(trace)
+    return costs, stats
+
+
+def costs_and_labels(trace: dict) -> tuple[dict[int, EventCost], dict[int, Label], AugmentStats]:
+    """:func:`costs_from_shapes` and the labels of the device events (:attr:`CostJoin.labels`)."""
     validate_trace(trace)
     events = trace["traceEvents"]
     join = CostJoin(load=events.__getitem__)
@@ -63,7 +83,8 @@ def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
     for i, ev in enumerate(events):
         if isinstance(ev, dict):
             add(i, ev)
-    return join.finish(len(events))
+    costs, stats = join.finish(len(events), trace.get("distributedInfo"))
+    return costs, join.labels, stats
 
 
 def _memo_key(name: str, args: dict) -> Any:
@@ -103,7 +124,7 @@ class CostJoin(LaunchIndex):
     ``i`` again (see :class:`~inductor_perf.launch_join.LaunchIndex`).
     """
 
-    _STATE = LaunchIndex._STATE + ("own", "failed", "recognized", "pre")
+    _STATE = LaunchIndex._STATE + ("own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes")
     _COUNTS = LaunchIndex._COUNTS + ("triton_costed",)
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -114,6 +135,12 @@ class CostJoin(LaunchIndex):
         self.recognized: set[int] = set()
         self.pre: dict[int, EventCost] = {}
         """Kernel -> the cost its launch args carry (:func:`_precost`)."""
+        self.comm_kernels: dict[int, tuple[str | None, CommInfo | None]] = {}
+        """Collective kernel -> (the collective its name spells, what its own args say)."""
+        self.comm_scopes: dict[int, tuple[str, CommInfo]] = {}
+        """``record_param_comms`` op / ``nccl:*`` annotation -> (which of the two, what it says)."""
+        self.labels: dict[int, Label] = {}
+        """Device event -> its label (:data:`Label`), filled by :meth:`finish`."""
 
     def add(self, i: int, ev: dict) -> None:
         """Index event ``i`` (a dict) and cost it when it is an op with a formula."""
@@ -124,12 +151,20 @@ class CostJoin(LaunchIndex):
     def cost(self, i: int, ev: dict, kind: int, args: dict) -> None:
         """The costing half of :meth:`add`, for what :meth:`index` returned (a hot loop calls the
         two itself: one Python call less per event)."""
-        if kind == KERNEL:
-            pre = _precost(args) if (_KF in args or _KGB in args) else None
-            if pre is not None:
-                self.pre[i] = pre
-            return
         name = ev.get("name")
+        if kind == KERNEL:
+            if _KF in args or _KGB in args:
+                pre = _precost(args)
+                if pre is not None:
+                    self.pre[i] = pre
+            if type(name) is str and name.find("ccl", 0, 24) >= 0 and is_comm_kernel(name):
+                self.comm_kernels[i] = (normalize_op(name), from_args(args))
+            return
+        if type(name) is str and (name == RPC_NAME or name.startswith(ANNOTATION_PREFIX)):
+            info = from_annotation(name, args) if name != RPC_NAME else from_args(args)
+            if info is not None:
+                self.comm_scopes[i] = ("nccl_annotation" if name != RPC_NAME else RPC_NAME, info)
+            return
         if type(name) is not str or not wants_cost(name):
             result = None
         else:
@@ -149,7 +184,7 @@ class CostJoin(LaunchIndex):
                     # orjson's output keeps its whole write buffer (~4 KB) alive; store a tight copy.
                     memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
                 memo[memo_key] = result
-        if result is None:
+        if result is None or (type(result) is str and result == UNKNOWN_OP):
             pre = _precost(args) if (_KF in args or _KGB in args) else None
             if pre is not None:
                 self.own[i] = pre
@@ -164,16 +199,19 @@ class CostJoin(LaunchIndex):
     def _merge(self, st: dict[str, Any]) -> None:
         super()._merge(st)
         # Keyed by event index: the two ranges never share a key.
-        for n in ("own", "failed", "pre"):
+        for n in ("own", "failed", "pre", "comm_kernels", "comm_scopes"):
             getattr(self, n).update(st[n])
         self.recognized |= st["recognized"]
 
-    def finish(self, n_events: int) -> tuple[dict[int, EventCost], AugmentStats]:
-        """The costs by event index, and the stats of a trace of ``n_events`` events."""
+    def finish(self, n_events: int, dist_info: Mapping[str, Any] | None = None
+               ) -> tuple[dict[int, EventCost], AugmentStats]:
+        """The costs by event index, and the stats of a trace of ``n_events`` events;
+        ``dist_info`` is the trace's ``distributedInfo`` (a collective's group size when its
+        events do not say it). Fills :attr:`labels`."""
         self.stats.events = n_events
         parent = self.parents()
         shadowed = self._count_failures(parent)
-        return self._place(parent, shadowed), self.stats
+        return _Placer(self, parent, shadowed, dist_info).place(), self.stats
 
     def _count_failures(self, parent: dict[int, int]) -> set[int]:
         """Count the ops that could not be costed, once per nest; returns the costed ops that a
@@ -204,49 +242,217 @@ class CostJoin(LaunchIndex):
         stats.unknown_dtype_names = tuple(sorted(unknown_names))
         return shadowed
 
-    def _place(self, parent: dict[int, int], shadowed: set[int]) -> dict[int, EventCost]:
-        """Put each costed op's cost on one event: kernel -> launching op -> nearest costed op.
-        Each op keeps its longest kernel, which did the op's main work (split-K reductions, layout
-        transforms and fills are short); the first one wins a tie. Ops without kernels keep it."""
-        stats, own, kernels, pres = self.stats, self.own, self.kernels, self.pre
-        costs: dict[int, EventCost] = {}
-        best: dict[int, tuple[float, int]] = {}  # op -> (dur, kernel)
-        several: set[int] = set()
-        served: set[int] = set()
-        for k, launch in self.launches(parent):
-            target = launch
+
+def split_shares(total: int, weights: list[int]) -> list[int]:
+    """``total`` split in proportion to ``weights`` (non-negative ints, not all 0) into ints that
+    sum to exactly ``total``: each gets the floor of its exact share, and what the floors leave goes
+    one by one to the largest remainders (the earlier on a tie).
+
+    >>> split_shares(10, [1, 1, 1])
+    [4, 3, 3]
+    """
+    w_sum = sum(weights)
+    shares = [total * w // w_sum for w in weights]
+    left = total - sum(shares)
+    if left:
+        order = sorted(range(len(weights)), key=lambda j: (-(total * weights[j] % w_sum), j))
+        for j in order[:left]:
+            shares[j] += 1
+    return shares
+
+
+# Bytes of a copy of n bytes by kind: (read, written, the roof it is measured against). A DtoD copy
+# reads and writes device memory; a host copy crosses the host link once (the device side written
+# for HtoD, read for DtoH); a peer copy crosses the interconnect once (read here, written there).
+_COPY_RULES: dict[str, tuple[bool, bool, str]] = {
+    "DtoD": (True, True, "hbm"), "memset": (False, True, "hbm"), "HtoD": (False, True, "host_link"),
+    "DtoH": (True, False, "host_link"), "PtoP": (True, False, "interconnect"),
+}
+
+
+def copy_cost(copy: Copy) -> EventCost | None:
+    """The cost of a memcpy / memset (:data:`_COPY_RULES`); None without a size or for a kind
+    without a device roof (HtoH, array copies, unknown)."""
+    rule = _COPY_RULES.get(copy.kind) if copy.kind is not None else None
+    if rule is None or copy.nbytes is None:
+        return None
+    n = copy.nbytes
+    return EventCost(flops=0, matmul_flops=0, bytes_read=n if rule[0] else 0, bytes_written=n if rule[1] else 0,
+                     cost_source="shapes", memory_roof=rule[2])
+
+
+class _Placer:
+    """:meth:`CostJoin.finish`'s placing of costs on events, and the labels of device events."""
+
+    def __init__(self, join: CostJoin, parent: dict[int, int], shadowed: set[int],
+                 dist_info: Mapping[str, Any] | None) -> None:
+        self.join, self.parent, self.shadowed, self.dist_info = join, parent, shadowed, dist_info
+        self.costs: dict[int, EventCost] = {}
+        self.labels: dict[int, Label] = {}
+        self.comm_groups: dict[int, list[int]] = {}
+        """Sizing scope (or the kernel itself, sized by its own args) -> its collective kernels."""
+        self._label_cache: dict[tuple[Any, ...], Label] = {}
+
+    def label(self, op: int | None, reason: str | None = None, comm_op: str | None = None) -> Label:
+        """The (shared) label dict of an event launched by ``op`` with no cost for ``reason``."""
+        name = self.join.names.get(op) if op is not None else None
+        key = (name, reason, comm_op)
+        got = self._label_cache.get(key)
+        if got is None:
+            got = {}
+            if name is not None:
+                got[evs.LAUNCH_OP] = name
+            if comm_op is not None:
+                got[evs.COMM_OP] = comm_op
+            if reason is not None:
+                got[evs.NOT_COSTED] = reason
+            got = self._label_cache[key] = got
+        return got
+
+    def _reason(self, launch: int) -> str:
+        """Why a kernel launched by ``launch`` (no costed op above it) has no cost: the reason of the
+        innermost op above it that has a formula, else "unknown_op"."""
+        failed, parent = self.join.failed, self.parent
+        p: int | None = launch
+        while p is not None:
+            r = failed.get(p)
+            if r is not None:
+                r = r.split(":", 1)[0]
+                return r if r in evs.NOT_COSTED_REASONS else "bad_shapes"
+            p = parent.get(p)
+        return UNKNOWN_OP
+
+    def place(self) -> dict[int, EventCost]:
+        """Costs by event index; fills the join's :attr:`~CostJoin.labels` and stats."""
+        join, stats, costs, labels = self.join, self.join.stats, self.costs, self.labels
+        own, parent, shadowed, pres = join.own, self.parent, self.shadowed, join.pre
+        groups: dict[int, list[int]] = {}  # costed op -> its kernels, in index order
+        served: set[int] = set()  # costed ops whose work other events carry (launch args, copies, collectives)
+        special = pres.keys() | join.comm_kernels.keys() | join.copies.keys()
+        without = 0
+        for k, launch in join.launches(parent):
+            target = launch  # the innermost costed op at or above the launch (a hot loop: inlined)
             while target is not None and target not in own:
                 target = parent.get(target)
+            if launch is None:
+                without += 1
+            if k not in special:
+                if target is not None and target not in shadowed:
+                    g = groups.get(target)
+                    if g is None:
+                        groups[target] = [k]
+                    else:
+                        g.append(k)
+                else:
+                    labels[k] = self.label(launch, NO_LAUNCH_OP if launch is None else
+                                           UNKNOWN_OP if target is not None else self._reason(launch))
+                continue
             pre = pres.get(k)
             if pre is not None:
                 costs[k] = pre
                 stats.triton_costed += 1
-                if target is not None:
-                    served.add(target)
-                continue
-            if launch is None:
-                stats.kernels_without_launch += 1
-                continue
-            if target is not None and target not in shadowed:
-                dur = kernels[k][2]
-                held = best.get(target)
-                if held is None:
-                    best[target] = (dur, k)
-                else:
-                    several.add(target)
-                    if dur > held[0]:  # kernels come in index order: a tie keeps the first
-                        best[target] = (dur, k)
-
+                labels[k] = self.label(launch)
+            elif k in join.comm_kernels:
+                self._comm(k, launch)
+            else:
+                self._copy(k, launch)
+            if target is not None:
+                served.add(target)
+        stats.kernels_without_launch += without
+        self._split_comm()
         costed = 0
-        for i, cost in own.items():
-            if i in shadowed or i in served:
+        for i, cost in join.own.items():
+            if i in self.shadowed:
                 continue
+            ks = groups.get(i)
+            if ks is not None:
+                self._split(i, cost, ks)
+            elif i in served:
+                continue
+            else:
+                costs[i] = cost
             costed += 1
-            held = best.get(i)
-            costs[i if held is None else held[1]] = cost
         stats.ops_costed = costed
-        stats.ops_with_several_kernels += len(several - served)
+        join.labels = labels
         return costs
+
+    def _split(self, op: int, cost: EventCost, ks: list[int]) -> None:
+        """Put ``cost`` on the kernels ``ks`` of ``op``, in proportion to their durations
+        (:func:`split_shares`, in ns; equal shares when none has a duration)."""
+        label = self.label(op)
+        if len(ks) == 1:
+            self.costs[ks[0]] = cost
+            self.labels[ks[0]] = label
+            return
+        self.join.stats.ops_with_several_kernels += 1
+        kernels = self.join.kernels
+        w = [max(0, round(kernels[k][2] * 1000)) for k in ks]
+        if not any(w):
+            w = [1] * len(ks)
+        matmul = split_shares(cost.matmul_flops, w)
+        other = split_shares(cost.flops - cost.matmul_flops, w)
+        read = split_shares(cost.bytes_read, w)
+        written = split_shares(cost.bytes_written, w)
+        for j, k in enumerate(ks):
+            # The costs of shapes and launch args carry only these fields.
+            self.costs[k] = EventCost(flops=matmul[j] + other[j], matmul_flops=matmul[j], bytes_read=read[j],
+                                      bytes_written=written[j], dtype=cost.dtype, cost_source=cost.cost_source)
+            self.labels[k] = label
+
+    def _copy(self, k: int, launch: int | None) -> None:
+        """A memcpy / memset carries its own bytes (:func:`copy_cost`), whatever op launched it."""
+        copy = self.join.copies[k]
+        cost = copy_cost(copy)
+        if cost is None:
+            self.join.stats.copies_unsized += 1
+            self.labels[k] = self.label(launch, NO_SHAPES if copy.nbytes is None else UNKNOWN_OP)
+            return
+        self.join.stats.copies_costed += 1
+        self.costs[k] = cost
+        self.labels[k] = self.label(launch)
+
+    def _comm(self, k: int, launch: int | None) -> None:
+        """A collective kernel's cost from its own args and its enclosing scopes (nearest first;
+        ``record_param_comms`` before ``nccl:*``, whose sizes are less direct)."""
+        join = self.join
+        name_op, own = join.comm_kernels[k]
+        sources: list[tuple[str, CommInfo]] = [("kernel", own)] if own is not None else []
+        scopes: dict[str, int] = {}
+        annotations: list[tuple[str, CommInfo]] = []
+        p = launch
+        while p is not None:
+            got = join.comm_scopes.get(p)
+            if got is not None:
+                (sources if got[0] == RPC_NAME else annotations).append(got)
+                scopes.setdefault(got[0], p)
+            p = self.parent.get(p)
+        sources += annotations
+        cost = comm_cost(name_op or "", sources, self.dist_info)
+        if cost is None:
+            join.stats.collectives_unsized += 1
+            op = next((i.op for _s, i in sources if i.op is not None), name_op)
+            self.labels[k] = self.label(launch, NO_LAUNCH_OP if launch is None else NO_SHAPES, op)
+            return
+        join.stats.collectives_sized += 1
+        self.costs[k] = EventCost(flops=0, matmul_flops=0, bytes_read=0, bytes_written=0, memory_roof="interconnect",
+                                  comm=cost)
+        scope = scopes.get(cost.size_source)
+        self.labels[k] = self.label(scope if scope is not None else launch)
+        self.comm_groups.setdefault(scope if scope is not None else k, []).append(k)
+
+    def _split_comm(self) -> None:
+        """S of a scope that launched several collective kernels, split over them by duration
+        (:func:`split_shares`): each then reads as the group's rate."""
+        kernels = self.join.kernels
+        for ks in self.comm_groups.values():
+            if len(ks) < 2:
+                continue
+            w = [max(0, round(kernels[k][2] * 1000)) for k in ks]
+            if not any(w):
+                w = [1] * len(ks)
+            whole = self.costs[ks[0]].comm
+            for k, share in zip(ks, split_shares(whole.nbytes, w)):
+                self.costs[k] = replace(self.costs[k], comm=replace(whole, nbytes=share))
 
 
 def _has_recognized_ancestor(i: int, parent: dict[int, int], recognized: set[int]) -> bool:

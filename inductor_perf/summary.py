@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from . import events as evs
+from .kernel_names import short_name
 from .kernel_kinds import KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
 from .summary_coverage import coverage
 from .summary_idle import busy_window, idle_tables, launching_threads
@@ -277,7 +278,7 @@ def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time:
         notes.append(f"{totals.bad_args} kernel args were not finite numbers and were ignored")
     over = [r.name for r in rows if any(p is not None and p > 100.0 for p in (r.flops_pct, r.bandwidth_pct))]
     if over:
-        notes.append(f"{len(over)} kernel(s) exceed a roof (e.g. {over[0]}): their data was served from cache, "
+        notes.append(f"{len(over)} kernel(s) exceed a roof (e.g. {short_name(over[0])}): their data was served from cache, "
                      "or the peaks are too low; 'inductor-perf calibrate' measures this machine's peaks")
     return notes
 

@@ -48,15 +48,16 @@ def with_costs(trace: dict, device: Any = None) -> tuple[dict, str | None]:
     """
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list) or is_costed(trace):
         return trace, None
-    from .augment import augment_trace, costs_from_shapes
+    from .augment import augment_trace
     from .errors import TraceFormatError
+    from .op_costs import costs_and_labels
 
     try:
-        costs, _ = costs_from_shapes(trace)
-        if not costs:
+        costs, labels, _ = costs_and_labels(trace)
+        if not costs and not labels:
             return trace, ("this trace carries no costs and records no shapes to compute them from: "
                            "profile with record_shapes=True")
-        new, stats = augment_trace(trace, costs, device, device_events_only=True)
+        new, stats = augment_trace(trace, costs, device, device_events_only=True, labels=labels)
     except TraceFormatError as e:
         log.debug("costs not computed: %s", e)
         return trace, None

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from .. import events as evs
 from .. import trace_format as tf
-from ..cost_args import args_for, augment_event, device_bandwidth, device_peak, static_args
+from ..comm_costs import comm_args
+from ..cost_args import args_for, augment_event, device_bandwidth, device_peak, roof_bandwidth, static_args
 from ..event_cost import AugmentStats, EventCost
 from ..roofline import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
 from ..roofline import DEFAULT_LATENCY_PCT as _LATENCY_PCT
@@ -39,20 +40,23 @@ def crc_and_size(pieces: list, crc: int = 0) -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class Roofs:
-    """Stands in for the device in the worker's :func:`emit`: the bandwidth
-    (:func:`cost_args.device_bandwidth`) and, looked up by the parent, the peak of each
+    """Stands in for the device in the worker's :func:`emit`: the bandwidths
+    (:func:`cost_args.roof_bandwidth`) and, looked up by the parent, the peak of each
     ``(dtype, matmul)`` key of the costs it renders."""
 
     mem_bandwidth_gbs: float | None
     peaks: dict[tuple[Any, bool], float | None]
+    host_link_gbs: float | None = None
+    interconnect_gbs: float | None = None
 
 
 def roofs_for(device: Any, costs: Iterable[EventCost]) -> Roofs | None:
     """The :class:`Roofs` of ``device`` for ``costs`` (None without a device)."""
     if device is None:
         return None
-    keys = {(c.dtype, c.matmul_flops > 0) for c in costs}
-    return Roofs(device_bandwidth(device), {k: device_peak(device, k[0], k[1]) for k in keys})
+    keys = {(c.dtype, c.matmul_flops > 0) for c in costs if c.comm is None}
+    return Roofs(device_bandwidth(device), {k: device_peak(device, k[0], k[1]) for k in keys},
+                 roof_bandwidth(device, "host_link"), roof_bandwidth(device, "interconnect"))
 
 
 # The inline roofline (binding_roof, args_inline) repeats roofline.classify's arithmetic for speed:
@@ -127,14 +131,13 @@ def args_close(raw: bytes, ev: dict, s0: int, e0: int) -> int:
 
 def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int, EventCost], device: Any,
           astats: AugmentStats, out: Any, at: int, show: "Progress | None",
-          pre: Mapping[int, tuple[dict, int]] | None = None, base: int = 0) -> int:
-    """Write the augmented events ``todo`` (ascending indices) to ``out`` with the input bytes
-    between them, starting from ``raw[at:]`` (``at`` -1: from the first event's start); return
-    where the input bytes still to copy begin. ``pre`` has some events already parsed
-    (:func:`parse.preparse`); the spans of event ``i`` are at ``i - base``."""
-    import orjson
-
-    loads = orjson.loads
+          pre: Mapping[int, tuple[dict, int]] | None = None, base: int = 0,
+          labels: Mapping[int, Mapping[str, Any]] | None = None) -> int:
+    """Write the augmented events ``todo`` (ascending indices; each in ``costs`` or ``labels``) to
+    ``out`` with the input bytes between them, starting from ``raw[at:]`` (``at`` -1: from the first
+    event's start); return where the input bytes still to copy begin. ``pre`` has some events
+    already parsed (:func:`parse.preparse`); the spans of event ``i`` are at ``i - base``. An event's
+    label (``launch_op``, ``not_costed``) follows its cost's args, as in :func:`cost_args.augment_event`."""
     # The worker's device is a Roofs: every peak it asks for is in the cache already.
     peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is Roofs else {}
     bandwidth = device_bandwidth(device)
@@ -145,10 +148,27 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
     # _finite() checks are then no-ops); anything else goes through classify itself.
     bw_ok = bandwidth is not None and _IN_RANGE[0] <= bandwidth <= _IN_RANGE[1]
     scope_cats = evs.CPU_SCOPE_CATS
+    labels = labels or {}
+    label_bodies: dict[int, tuple[Mapping[str, Any], bytes]] = {}  # the labels are shared dicts: encoded once
 
-    def spliced(ev: dict, cost: EventCost) -> bytes:
+    def spliced(ev: dict, cost: EventCost | None, label: Mapping[str, Any] | None) -> bytes:
         """Our args for ``ev`` as the bytes to insert before its args' closing brace."""
         args = ev["args"]
+        if cost is None:
+            astats.events_labelled += 1
+            got = label_bodies.get(id(label))
+            if got is None:
+                got = label_bodies[id(label)] = (label, enc(label))
+            body = got[1]
+        elif cost.comm is not None or (cost.memory_roof is not None and cost.memory_roof != "hbm"):
+            body = enc(other_roof_args(ev, cost, label, device, astats))
+        else:
+            body = enc(on_hbm(ev, cost, label))
+        # body is "{...}": its inside goes in, after a comma unless the event's args are empty
+        return body[1:-1] if not args else b"," + body[1:-1]
+
+    def on_hbm(ev: dict, cost: EventCost, label: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The args of a cost measured against the device's peaks and memory bandwidth."""
         entry = static.get(id(cost))
         if entry is None:
             head, tail = static_args(cost)
@@ -179,12 +199,28 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
             roof = roofs.get(rkey, roofs)
             if roof is roofs:
                 roof = roofs[rkey] = binding_roof(flops, nbytes, peak, bandwidth)
-            body = enc(args_inline(head, tail, flops, nbytes, dur, peak, bandwidth, roof))
+            a = args_inline(head, tail, flops, nbytes, dur, peak, bandwidth, roof)
         else:
-            body = enc(args_for(head, tail, flops, nbytes, dur, peak, bandwidth if use_device else None))
-        # body is "{...}": its inside goes in, after a comma unless the event's args are empty
-        return body[1:-1] if not args else b"," + body[1:-1]
+            a = args_for(head, tail, flops, nbytes, dur, peak, bandwidth if use_device else None)
+        if label:
+            a.update(label)
+        return a
 
+    def reencoded(ev: dict, cost: EventCost | None, label: Mapping[str, Any] | None) -> bytes:
+        return enc(augment_event(ev, cost, device, True, peak_cache, bandwidth, astats, label))
+
+    return _write_events(raw, starts, ends, todo, costs, labels, out, at, show, pre, base, spliced, reencoded)
+
+
+def _write_events(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int, EventCost],
+                  labels: Mapping[int, Mapping[str, Any]], out: Any, at: int, show: "Progress | None",
+                  pre: Mapping[int, tuple[dict, int]] | None, base: int, spliced: Any, reencoded: Any) -> int:
+    """:func:`emit`'s walk over the events: ``spliced`` gives the bytes to insert into an event
+    whose args come last, ``reencoded`` the whole of any other event."""
+    import orjson
+
+    loads = orjson.loads
+    no_costs: dict[int, EventCost] = {}
     # Everything between two augmented events is copied from the input as it is. An augmented
     # event whose args come last gets our args spliced in before the args' closing brace (same
     # JSON as re-encoding it, without copying the event); others are re-encoded one at a time
@@ -201,17 +237,43 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
             close = args_close(raw, ev, s0, e0)
         else:
             ev, close = got
-        cost = costs[i]
+        cost = costs.get(i, no_costs)
+        if cost is no_costs:
+            cost = None
+        label = labels.get(i)
         if close >= 0:
             out.write(view[at:close])
-            out.write(spliced(ev, cost))
+            out.write(spliced(ev, cost, label))
             at = close
         else:
             out.write(view[at:s0])
             # a tight copy: orjson's output keeps its ~4 KB buffer, and Pieces holds what it is given
-            out.write(memoryview(enc(augment_event(ev, cost, device, True, peak_cache, bandwidth, astats))).tobytes())
+            out.write(memoryview(reencoded(ev, cost, label)).tobytes())
             at = e0
         if show is not None and done % 20_000 == 0:
             show("writing", done / len(todo))
     view.release()
     return at
+
+
+def other_roof_args(ev: dict, cost: EventCost, label: Mapping[str, Any] | None, device: Any,
+                    astats: AugmentStats) -> dict[str, Any]:
+    """The args of a collective or a copy measured against another roof than HBM (what
+    :func:`cost_args.augment_event` adds for them)."""
+    cat = ev.get("cat")
+    use_device = device is not None and not (isinstance(cat, str) and cat.lower() in evs.CPU_SCOPE_CATS)
+    dur = evs.number(ev.get("dur"))
+    if dur is None or dur <= 0:
+        astats.nonpositive_dur += 1
+        dur = None
+    astats.events_augmented += 1
+    roof = "interconnect" if cost.comm is not None else cost.memory_roof
+    bw = roof_bandwidth(device, roof) if use_device else None
+    if cost.comm is not None:
+        a = comm_args(cost.comm, dur, bw)
+    else:
+        head, tail = static_args(cost)
+        a = args_for(head, tail, 0, int(cost.bytes_read) + int(cost.bytes_written), dur, None, bw)
+    if label:
+        a.update(label)
+    return a

@@ -107,14 +107,15 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: "Pro
             device, note = device_from_trace(split.header)
         if not n:
             log.warning("%s: the trace has no events", src)
-        costs, stats = join.finish(n)
+        costs, stats = join.finish(n, split.header.get("distributedInfo"))
+        labels = join.labels
         clock.mark("joined")
         show("augmenting")
         astats = AugmentStats(events=n)
         astats.device_name = getattr(device, "name", None) if device is not None else None
         # Freeing the join's index takes a while: done while the worker writes its part.
         output = _Output(raw, starts, ends, mid, costs, device, astats, worker, show, clock, dst.endswith(".gz"),
-                         held=[join])
+                         held=[join], labels=labels)
         del join
         tf.write_atomic(dst, output.write, with_path=True, compress=False)  # write() compresses .gz itself
         clock.mark("renamed")
@@ -200,9 +201,10 @@ class _Output:
 
     def __init__(self, raw: Any, starts: Any, ends: Any, mid: int, costs: Mapping[int, EventCost], device: Any,
                  astats: AugmentStats, worker: Worker | None, show: "Progress", clock: StageClock, gz_out: bool,
-                 held: list) -> None:
+                 held: list, labels: Mapping[int, Mapping[str, Any]]) -> None:
         self.raw, self.starts, self.ends, self.mid = raw, starts, ends, mid
-        self.costs, self.todo, self.device, self.astats = costs, sorted(costs), device, astats
+        self.costs, self.labels, self.device, self.astats = costs, labels, device, astats
+        self.todo = sorted(costs.keys() | labels.keys())
         self.worker = worker
         """The worker while it may still be used; None once closed here."""
         self.show, self.clock, self.gz_out = show, clock, gz_out
@@ -210,7 +212,8 @@ class _Output:
         """The join's index, freed while the worker writes its part."""
 
     def _emit(self, todo: list[int], out: Any, at: int, show: "Progress | None") -> int:
-        return emit(self.raw, self.starts, self.ends, todo, self.costs, self.device, self.astats, out, at, show)
+        return emit(self.raw, self.starts, self.ends, todo, self.costs, self.device, self.astats, out, at, show,
+                    labels=self.labels)
 
     def write(self, out: Any, path: str) -> None:
         """Write the whole output to ``out`` (the file at ``path``), compressing it for ``.gz``."""
@@ -218,11 +221,13 @@ class _Output:
         k = len(todo)
         if worker is not None and k >= 2:
             k -= int(k * (_WRITE_SHARE_GZ if self.gz_out else _WRITE_SHARE))
-            later = {i: self.costs[i] for i in todo[k:]}
+            costs, labels = self.costs, self.labels
+            later = {i: costs[i] for i in todo[k:] if i in costs}
+            later_labels = {i: labels[i] for i in todo[k:] if i in labels}
             try:
                 # its part may begin before the cut: it gets the spans it lacks
-                worker.send((later, self.starts[:self.mid].tobytes(), self.ends[:self.mid].tobytes(), self.gz_out,
-                             roofs_for(self.device, later.values())))
+                worker.send((later, later_labels, self.starts[:self.mid].tobytes(), self.ends[:self.mid].tobytes(),
+                             self.gz_out, roofs_for(self.device, later.values())))
             except WorkerGone:
                 k = len(todo)
             self.clock.mark("sent the worker its costs")

@@ -175,7 +175,7 @@ def worker_main(clock: StageClock, raw: bytes, gz: bool, start: int, cut: int, j
     job = get(rx)
     if job is None:
         return
-    costs, starts_before, ends_before, gz, roofs = job
+    costs, labels, starts_before, ends_before, gz, roofs = job
     starts_all, ends_all = array("q"), array("q")
     starts_all.frombytes(starts_before)
     ends_all.frombytes(ends_before)
@@ -188,11 +188,12 @@ def worker_main(clock: StageClock, raw: bytes, gz: bool, start: int, cut: int, j
     clock.mark("worker got costs")
     astats = AugmentStats()
     pieces = Pieces()
-    at = emit(raw, starts, ends, sorted(costs), costs, roofs, astats, pieces, -1, None, pre, base)
+    at = emit(raw, starts, ends, sorted(costs.keys() | labels.keys()), costs, roofs, astats, pieces, -1, None, pre,
+              base, labels)
     pieces.write(memoryview(raw)[at:])
     del pre
     clock.mark("worker rendered its part")
-    counts = (astats.events_augmented, astats.nonpositive_dur, astats.peaks_known)
+    counts = (astats.events_augmented, astats.nonpositive_dur, astats.peaks_known, astats.events_labelled)
     if gz:
         # A deflate stream of its own; the parent puts it after its part, and the CRC of the whole
         # text continues from the parent's.
@@ -214,8 +215,10 @@ def worker_main(clock: StageClock, raw: bytes, gz: bool, start: int, cut: int, j
     put(tx, (counts, clock.marks))
 
 
-def add_counts(astats: AugmentStats, counts: tuple[int, int, bool]) -> None:
-    """Add the worker's counts (events augmented, durations not positive, peaks known) to ``astats``."""
+def add_counts(astats: AugmentStats, counts: tuple[int, int, bool, int]) -> None:
+    """Add the worker's counts (events augmented, durations not positive, peaks known, events
+    labelled) to ``astats``."""
     astats.events_augmented += counts[0]
     astats.nonpositive_dur += counts[1]
     astats.peaks_known = astats.peaks_known or counts[2]
+    astats.events_labelled += counts[3]

@@ -186,3 +186,93 @@ def test_nest_threads_parents_order_and_partial_overlaps():
     assert nest_threads({0: [(0.0, -10.0, 0), (1.0, -5.0, 2), (2.0, -1.0, 7)]}, encloses={0})[1] == {2: 0, 7: 0}
     # with a slack, op 4 must end within op 1 (+ slack) to be its child: it goes to op 0 instead
     assert nest_threads({("p", "A"): a}, slack=1e-6)[1] == {1: 0, 2: 1, 4: 0}
+
+
+# --- op_costs: one op's cost over its kernels, and the labels of device events --------------------
+from inductor_perf import events as evs  # noqa: E402
+from inductor_perf.op_costs import costs_and_labels, split_shares  # noqa: E402
+
+
+def _launch(op_name, kernels, *, op_args=None, outer=None, copies=()):
+    """``outer`` > ``op_name`` > one cudaLaunchKernel per kernel (name, dur); then the kernels."""
+    events = []
+    if outer is not None:
+        events.append(_x(outer[0], 0.0, 1000.0, **outer[1]))
+    events.append(_x(op_name, 1.0, 900.0, **(op_args or {})))
+    for j, _k in enumerate(list(kernels) + list(copies)):
+        events.append(_x("cudaLaunchKernel", 2.0 + j, 0.5, cat="cuda_runtime", correlation=100 + j))
+    for j, (name, dur) in enumerate(kernels):
+        events.append({"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": 1000.0 + 10 * j,
+                       "dur": dur, "args": {"correlation": 100 + j}})
+    for j, nbytes in enumerate(copies, start=len(kernels)):
+        events.append({"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoD (Device -> Device)", "pid": 0, "tid": 7,
+                       "ts": 1000.0 + 10 * j, "dur": 2.0, "args": {"correlation": 100 + j, "bytes": nbytes}})
+    return {"traceEvents": events}
+
+
+MM = {"Input Dims": [[30, 70], [70, 50]], "Input type": ["float", "float"], "Concrete Inputs": ["", ""]}
+MM_FLOPS = 2 * 30 * 70 * 50  # 210,000
+MM_BYTES = (30 * 70 + 70 * 50) * 4, 30 * 50 * 4  # read 22,400, written 6,000
+
+
+def test_split_by_duration_sums_exactly():
+    trace = _launch("aten::mm", [("a", 3.0), ("b", 1.5), ("c", 0.0), ("d", 2.5)], op_args=MM)
+    costs, labels, stats = costs_and_labels(trace)
+    ks = [5, 6, 7, 8]
+    assert sorted(costs) == ks and stats.ops_with_several_kernels == 1
+    assert sum(costs[k].flops for k in ks) == MM_FLOPS
+    assert sum(costs[k].matmul_flops for k in ks) == MM_FLOPS
+    assert sum(costs[k].bytes_read for k in ks) == MM_BYTES[0]
+    assert sum(costs[k].bytes_written for k in ks) == MM_BYTES[1]
+    # 3 : 1.5 : 0 : 2.5 of 210,000 -> 90,000, 45,000, 0, 75,000 (exact here)
+    assert [costs[k].flops for k in ks] == [90_000, 45_000, 0, 75_000]
+    assert all(labels[k] == {evs.LAUNCH_OP: "aten::mm"} for k in ks)
+
+
+def test_split_shares_by_hand():
+    assert split_shares(10, [1, 1, 1]) == [4, 3, 3]
+    assert split_shares(7, [0, 5]) == [0, 7]
+    assert split_shares(5, [2, 1]) == [3, 2]  # 3.33 + 1.67: the 1 left goes to the larger remainder
+    assert sum(split_shares(10**15 + 7, [3, 7, 11, 13])) == 10**15 + 7
+
+
+def test_all_durations_zero_split_evenly():
+    trace = _launch("aten::mm", [("a", 0.0), ("b", 0.0)], op_args=MM)
+    costs, _, _ = costs_and_labels(trace)
+    assert [costs[3].flops, costs[4].flops] == [105_000, 105_000]
+
+
+def test_labels_say_who_launched_and_why_not_costed():
+    # a costed op nested in another: launch_op is the op the cost came from
+    trace = _launch("aten::mm", [("gemm", 5.0)], op_args=MM, outer=("aten::matmul", {}))
+    costs, labels, _ = costs_and_labels(trace)
+    assert labels[3] == {evs.LAUNCH_OP: "aten::mm"} and costs[3].flops == MM_FLOPS
+    # an op without a formula
+    _c, labels, _ = costs_and_labels(_launch("mylib::fused_thing", [("relu_kernel", 1.0)]))
+    assert labels[2] == {evs.LAUNCH_OP: "mylib::fused_thing", evs.NOT_COSTED: "unknown_op"}
+    # an aten op that torch's shape rules could cost, recorded without shapes
+    _c, labels, _ = costs_and_labels(_launch("aten::relu", [("relu_kernel", 1.0)]))
+    assert labels[2] == {evs.LAUNCH_OP: "aten::relu", evs.NOT_COSTED: "no_shapes"}
+    # a matmul without recorded shapes, inside an op without a formula: the innermost op named
+    _c, labels, _ = costs_and_labels(_launch("aten::mm", [("gemm", 1.0)], outer=("MyModule", {})))
+    assert labels[3] == {evs.LAUNCH_OP: "aten::mm", evs.NOT_COSTED: "no_shapes"}
+
+
+def test_kernel_without_launching_op_is_labelled():
+    trace = {"traceEvents": [{"ph": "X", "cat": "kernel", "name": "replayed", "pid": 0, "tid": 7, "ts": 1.0,
+                              "dur": 1.0, "args": {"correlation": 5}}]}
+    costs, labels, stats = costs_and_labels(trace)
+    assert costs == {} and labels == {0: {evs.NOT_COSTED: "no_launch_op"}} and stats.kernels_without_launch == 1
+
+
+def test_copies_carry_their_own_bytes_not_the_ops():
+    # aten::mm (a stand-in for a costed copy op) whose only device event is a copy: the copy keeps
+    # its own bytes, the op puts nothing on it and nothing on the CPU op
+    trace = _launch("aten::mm", [], op_args=MM, copies=[4096])
+    costs, labels, _ = costs_and_labels(trace)
+    assert list(costs) == [2] and (costs[2].bytes_read, costs[2].bytes_written) == (4096, 4096)
+    assert costs[2].flops == 0 and labels[2] == {evs.LAUNCH_OP: "aten::mm"}
+    # with a kernel beside the copy, the op's cost goes on the kernel alone
+    trace = _launch("aten::mm", [("gemm", 4.0)], op_args=MM, copies=[4096])
+    costs, _, _ = costs_and_labels(trace)
+    assert costs[3].flops == MM_FLOPS and costs[4].bytes_read == 4096 and costs[4].flops == 0
