@@ -22,7 +22,7 @@ from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
 from .launch_join import KERNEL, Copy, LaunchIndex
 from .op_formulas import ATEN_PREFIX, NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
-from .op_meta import op_cost_or_reason, wants_cost
+from .op_meta import PENDING, op_cost_or_reason, wants_cost
 from .trace_format import validate_trace
 
 Label = Mapping[str, Any]
@@ -114,6 +114,7 @@ _dumps = _orjson_dumps()
 
 
 _KF, _KGB = KERNEL_FLOP, KERNEL_NUM_GB
+_SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs", "Input Strides")
 _AP = len(ATEN_PREFIX)
 
 
@@ -124,7 +125,7 @@ class CostJoin(LaunchIndex):
     ``i`` again (see :class:`~inductor_perf.launch_join.LaunchIndex`).
     """
 
-    _STATE = LaunchIndex._STATE + ("own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes")
+    _STATE = LaunchIndex._STATE + ("own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes", "pending")
     _COUNTS = LaunchIndex._COUNTS + ("triton_costed",)
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -134,6 +135,8 @@ class CostJoin(LaunchIndex):
         self.failed: dict[int, str] = {}
         self.recognized: set[int] = set()
         self.pre: dict[int, EventCost] = {}
+        self.pending: list[tuple[int, str, dict]] = []
+        """Ops whose cost needs torch, left to the parent by a forked worker (:data:`op_meta.PENDING`)."""
         """Kernel -> the cost its launch args carry (:func:`_precost`)."""
         self.comm_kernels: dict[int, tuple[str | None, CommInfo | None]] = {}
         """Collective kernel -> (the collective its name spells, what its own args say)."""
@@ -168,22 +171,38 @@ class CostJoin(LaunchIndex):
         if type(name) is not str or not wants_cost(name):
             result = None
         else:
-            # Steps repeat the same layers: memoize by the recorded inputs (repr is a cheap,
-            # exact key for JSON values).
-            memo = self.memo
-            memo_key = _memo_key(name, args)
-            result = memo.get(memo_key, memo)
-            if result is memo:
-                result = op_cost_or_reason(name, args)
-                if isinstance(result, OpCost):
-                    # EventCost is frozen: one instance can serve every op with these inputs.
-                    result = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
-                                       bytes_read=int(result.bytes_read), bytes_written=int(result.bytes_written),
-                                       dtype=result.dtype, cost_source="shapes")
-                if isinstance(memo_key[1], bytes):
-                    # orjson's output keeps its whole write buffer (~4 KB) alive; store a tight copy.
-                    memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
-                memo[memo_key] = result
+            result = self._op_result(name, args)
+            if result is PENDING:
+                # A forked worker leaves torch's shape rules to the parent (one import of torch,
+                # once per signature): kept with what they read, costed on merge.
+                self.pending.append((i, name, {k: args.get(k) for k in _SHAPE_KEYS}))
+                return
+        self._apply(i, args, result)
+
+    def _op_result(self, name: str, args: dict) -> Any:
+        """The memoized :func:`op_cost_or_reason` of an op (an EventCost for a cost)."""
+        # Steps repeat the same layers: memoize by the recorded inputs (repr is a cheap,
+        # exact key for JSON values).
+        memo = self.memo
+        memo_key = _memo_key(name, args)
+        result = memo.get(memo_key, memo)
+        if result is memo:
+            result = op_cost_or_reason(name, args)
+            if result is PENDING:
+                return result
+            if isinstance(result, OpCost):
+                # EventCost is frozen: one instance can serve every op with these inputs.
+                result = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
+                                   bytes_read=int(result.bytes_read), bytes_written=int(result.bytes_written),
+                                   dtype=result.dtype, cost_source="shapes")
+            if isinstance(memo_key[1], bytes):
+                # orjson's output keeps its whole write buffer (~4 KB) alive; store a tight copy.
+                memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
+            memo[memo_key] = result
+        return result
+
+    def _apply(self, i: int, args: dict, result: Any) -> None:
+        """Record op ``i``'s result: its cost, the reason it has none, or nothing to cost."""
         if result is None or (type(result) is str and result == UNKNOWN_OP):
             pre = _precost(args) if (_KF in args or _KGB in args) else None
             if pre is not None:
@@ -198,6 +217,12 @@ class CostJoin(LaunchIndex):
 
     def _merge(self, st: dict[str, Any]) -> None:
         super()._merge(st)
+        for i, name, args in st["pending"]:
+            result = self._op_result(name, args)
+            if result is PENDING:  # this process defers too: pass them on
+                self.pending.append((i, name, args))
+            else:
+                self._apply(i, args, result)
         # Keyed by event index: the two ranges never share a key.
         for n in ("own", "failed", "pre", "comm_kernels", "comm_scopes"):
             getattr(self, n).update(st[n])
@@ -337,7 +362,9 @@ class _Placer:
             if launch is None:
                 without += 1
             if k not in special:
-                if target is not None and target not in shadowed:
+                # A costed op shadowed by a costed op inside it still carries the kernels it
+                # launched itself (a fused backward node around its buffer fills).
+                if target is not None and (target not in shadowed or target == launch):
                     g = groups.get(target)
                     if g is None:
                         groups[target] = [k]
@@ -362,9 +389,9 @@ class _Placer:
         self._split_comm()
         costed = 0
         for i, cost in join.own.items():
-            if i in self.shadowed:
-                continue
             ks = groups.get(i)
+            if i in self.shadowed and ks is None:
+                continue
             if ks is not None:
                 self._split(i, cost, ks)
             elif i in served:

@@ -16,6 +16,7 @@ imports torch (:class:`DiskCache`).
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import logging
@@ -33,7 +34,7 @@ from .op_formulas_ext import ext_cost_or_reason, ext_formula
 
 log = logging.getLogger(__name__)
 
-RULES_VERSION = 1
+RULES_VERSION = 2
 """Bumped whenever a rule below changes what a signature costs: part of the cache file's name."""
 
 _MAX_TRIES = 64
@@ -382,17 +383,42 @@ def _composite(op: Any) -> bool:
         return False
 
 
+# Host-side ops with no device work, whose meta kernels warn on stderr (is_pinned's device argument).
+_HOST_ONLY = frozenset({"pin_memory", "_pin_memory", "is_pinned"})
+
+
 def evaluate(name: str, args: dict) -> OpCost | str:
     """The cost of ``aten::<name>`` with the recorded ``args``, or the reason it has none (one of
     events.NOT_COSTED_REASONS, ``unknown_dtype:<type>`` for an unknown dtype). Imports torch."""
+    if name in _HOST_ONLY:
+        return UNKNOWN_OP
     try:
         rec = Record(args)
     except _Refuse as e:
         return e.reason
     _import_torch_elsewhere(("torch", "torch.utils.flop_counter"))
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), _quiet_stderr():
         warnings.simplefilter("ignore")  # torch's deprecation notes about argument combinations we try
         return _evaluate(name, rec)
+
+
+@contextlib.contextmanager
+def _quiet_stderr() -> Iterator[None]:
+    """Silence fd 2 while torch tries a signature: its C++ kernels print warnings (``Resize.cpp``:
+    an ``out=`` tensor of another shape) straight to stderr, past Python's filters. Milliseconds,
+    once per signature; another thread's stderr output in that window is lost."""
+    try:
+        saved = os.dup(2)
+    except OSError:
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _evaluate(name: str, rec: Record) -> OpCost | str:
@@ -411,6 +437,10 @@ def _evaluate(name: str, rec: Record) -> OpCost | str:
                 continue
             if torch.Tag.dynamic_output_shape in op.tags or torch.Tag.data_dependent_output in op.tags:
                 return UNKNOWN_OP  # the output's size depends on the values: meta tensors cannot say
+            if _composite(op) and not all(_is_view(o) for o in fits):
+                # A composite op launches nothing itself: its children (recorded too) carry the
+                # kernels. Decided before running it: its decomposition may warn on meta tensors.
+                return UNKNOWN_OP
             costs = set()
             for values in _tries(cands):
                 try:
@@ -421,11 +451,7 @@ def _evaluate(name: str, rec: Record) -> OpCost | str:
             refusal = refusal or e.reason
             continue
         if len(costs) == 1:
-            cost = costs.pop()
-            # A composite op launches nothing itself: its children (recorded too) carry the kernels.
-            if _composite(op) and (cost.bytes_read or cost.bytes_written):
-                return UNKNOWN_OP
-            return cost
+            return costs.pop()
         if costs:
             return NO_SHAPES  # unrecorded values decide the cost
         refusal = refusal or BAD_SHAPES
@@ -512,16 +538,31 @@ def _cache() -> DiskCache:
     return c
 
 
+PENDING = "pending"
+""":func:`meta_cost`'s answer, after :func:`defer_torch`, for a signature the cache does not hold."""
+_defer = False
+
+
+def defer_torch(on: bool = True) -> None:
+    """Never run torch in this process: a signature not in the cache is :data:`PENDING`. The fast
+    path's forked worker does this, so that torch is imported (and its C++ warnings printed) at most
+    once, in the parent, and each signature is evaluated once."""
+    global _defer
+    _defer = on
+
+
 def meta_cost(name: str, args: dict) -> OpCost | str:
     """:func:`evaluate` through the cache: torch runs only for a signature never seen with this
     torch version."""
     try:
         key = signature(name, args)
     except (TypeError, ValueError):
-        return evaluate(name, args)
+        return PENDING if _defer else evaluate(name, args)
     cache = _cache()
     got = cache.get(key)
     if got is None:
+        if _defer:
+            return PENDING
         got = evaluate(name, args)
         cache.put(key, got)
     return got

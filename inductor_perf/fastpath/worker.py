@@ -160,6 +160,9 @@ def worker_main(clock: StageClock, raw: bytes, gz: bool, start: int, cut: int, j
         put(tx, None)
         return
     starts, ends, end = last
+    from ..op_meta import defer_torch  # loaded before the fork, with op_costs
+
+    defer_torch()  # ops that need torch's shape rules go to the parent with the state
     part = join_type(load=lambda i: None)  # never finished here: the parent reads events back
     if not join_range(raw, starts, ends, 0, len(starts), part, base):
         put(tx, None)
