@@ -4,10 +4,8 @@ For an op without a hand formula (:data:`inductor_perf.op_formulas.OP_FORMULAS`)
 overload of ``torch.ops.aten.<name>`` whose schema fits the recorded arguments (the profiler records
 every schema argument in order: ``Input Dims``, ``Input type``, ``Concrete Inputs``), build meta
 tensors of those shapes and dtypes, run the overload on the meta device and read its outputs.
-Values the trace did not record (old traces have no ``Concrete Inputs``) are tried over every value
-that could matter (each ``dim``, both ``bool`` values, an int and a float ``Scalar``); the op gets a
-cost only when every value torch accepts gives the same one. docs/costs.md, "Ops of plain profiler
-traces", says what is counted.
+docs/costs.md, "Ops of plain profiler traces", says what is counted and how values the trace did
+not record are tried.
 
 Torch runs once per distinct signature (op, dims, types, concrete values): results are kept in
 memory and in a file under the cache directory, keyed by torch's version, so a warm run never
