@@ -7,9 +7,8 @@ tensors of those shapes and dtypes, run the overload on the meta device and read
 docs/costs.md, "Ops of plain profiler traces", says what is counted and how values the trace did
 not record are tried.
 
-Torch runs once per distinct signature (op, dims, types, concrete values): results are kept in
-memory and in a file under the cache directory, keyed by torch's version, so a warm run never
-imports torch (:class:`DiskCache`).
+Torch runs once per distinct signature (op, dims, types, concrete values); results are also kept
+on disk by torch version, so a warm run never imports torch (:class:`DiskCache`).
 """
 
 from __future__ import annotations
