@@ -12,6 +12,7 @@ has no cost when it has none.
 from __future__ import annotations
 
 import importlib
+from array import array
 from dataclasses import replace
 from typing import Any, Callable, Mapping
 
@@ -135,8 +136,11 @@ class CostJoin(LaunchIndex):
         self.failed: dict[int, str] = {}
         self.recognized: set[int] = set()
         self.pre: dict[int, EventCost] = {}
-        self.pending: list[tuple[int, str, dict]] = []
-        """Ops whose cost needs torch, left to the parent by a forked worker (:data:`op_meta.PENDING`)."""
+        self.pending: dict[Any, tuple[str, dict, array]] = {}
+        """Ops whose cost needs torch, left to the parent by a forked worker (:data:`op_meta.PENDING`):
+        memo key -> (op name, its recorded shapes, the events of that signature)."""
+        self._key: Any = None
+        """The memo key of the op :meth:`_op_result` last answered for."""
         """Kernel -> the cost its launch args carry (:func:`_precost`)."""
         self.comm_kernels: dict[int, tuple[str | None, CommInfo | None]] = {}
         """Collective kernel -> (the collective its name spells, what its own args say)."""
@@ -174,8 +178,8 @@ class CostJoin(LaunchIndex):
             result = self._op_result(name, args)
             if result is PENDING:
                 # A forked worker leaves torch's shape rules to the parent (one import of torch,
-                # once per signature): kept with what they read, costed on merge.
-                self.pending.append((i, name, {k: args.get(k) for k in _SHAPE_KEYS}))
+                # once per signature): the ops of each signature, costed on merge.
+                self.pending[self._key][2].append(i)
                 return
         self._apply(i, args, result)
 
@@ -188,8 +192,6 @@ class CostJoin(LaunchIndex):
         result = memo.get(memo_key, memo)
         if result is memo:
             result = op_cost_or_reason(name, args)
-            if result is PENDING:
-                return result
             if isinstance(result, OpCost):
                 # EventCost is frozen: one instance can serve every op with these inputs.
                 result = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
@@ -199,6 +201,9 @@ class CostJoin(LaunchIndex):
                 # orjson's output keeps its whole write buffer (~4 KB) alive; store a tight copy.
                 memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
             memo[memo_key] = result
+            if result is PENDING:
+                self.pending[memo_key] = (name, {k: args.get(k) for k in _SHAPE_KEYS}, array("q"))
+        self._key = memo_key
         return result
 
     def _apply(self, i: int, args: dict, result: Any) -> None:
@@ -217,12 +222,13 @@ class CostJoin(LaunchIndex):
 
     def _merge(self, st: dict[str, Any]) -> None:
         super()._merge(st)
-        for i, name, args in st["pending"]:
+        for name, args, ops in st["pending"].values():
             result = self._op_result(name, args)
             if result is PENDING:  # this process defers too: pass them on
-                self.pending.append((i, name, args))
+                self.pending[self._key][2].extend(ops)
             else:
-                self._apply(i, args, result)
+                for i in ops:
+                    self._apply(i, args, result)
         # Keyed by event index: the two ranges never share a key.
         for n in ("own", "failed", "pre", "comm_kernels", "comm_scopes"):
             getattr(self, n).update(st[n])

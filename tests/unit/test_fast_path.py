@@ -89,6 +89,27 @@ def test_generated_trace_same_output(generated, tmp_path, ext):
     assert len(fast["traceEvents"]) == s_full.events
 
 
+def test_cold_cache_costs_the_same_in_both_engines(generated, tmp_path, monkeypatch):
+    """With nothing cached, the fast path's worker leaves the ops that need torch's shape rules to
+    the parent (op_meta.defer_torch); they come out costed exactly as the full engine costs them."""
+    monkeypatch.setenv("INDUCTOR_PERF_CACHE_DIR", str(tmp_path / "cold"))
+    fast, full = str(tmp_path / "fast.json"), str(tmp_path / "full.json")
+    s_fast = _stream(generated, fast)  # first: every signature is new
+    s_full = A.augment_file(generated, full, fast=False)
+    s_fast.worker_maxrss_kb, s_fast.stage_marks = None, ()
+    a, b = _load(full), _load(fast)
+    assert a == b and s_fast == s_full
+    adds = [e for e in b["traceEvents"] if e.get("cat") == "kernel" and e["args"].get(evs.LAUNCH_OP) == "aten::add"]
+    # aten::add of two [m, n] float tensors: m*n FLOPs, 3*m*n*4 bytes (two read, one written)
+    size = {"float": 4, "c10::Half": 2, "c10::BFloat16": 2}
+    ops = {e["args"]["External id"]: (e["args"]["Input Dims"][0], size[e["args"]["Input type"][0]])
+           for e in b["traceEvents"] if e.get("cat") == "cpu_op" and e.get("name") == "aten::add"}
+    assert adds
+    for k in adds:
+        (m, n), item = ops[k["args"]["External id"]]
+        assert k["args"][evs.KERNEL_FLOP] == m * n and k["args"][evs.KERNEL_BYTES_READ] == 2 * m * n * item
+
+
 @pytest.mark.parametrize("path", FIXTURES, ids=os.path.basename)
 def test_fixture_traces_same_output(path, tmp_path):
     assert tf.split_trace_file(path) is not None
