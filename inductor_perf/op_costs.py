@@ -389,6 +389,8 @@ class _Placer:
                 self._comm(k, launch)
             else:
                 self._copy(k, launch)
+                if target is not None and own[target].flops:
+                    continue  # a copy does not do the op's arithmetic (the GEMM beside a memset)
             if target is not None:
                 served.add(target)
         stats.kernels_without_launch += without

@@ -266,12 +266,20 @@ def test_kernel_without_launching_op_is_labelled():
 
 
 def test_copies_carry_their_own_bytes_not_the_ops():
-    # aten::mm (a stand-in for a costed copy op) whose only device event is a copy: the copy keeps
-    # its own bytes, the op puts nothing on it and nothing on the CPU op
-    trace = _launch("aten::mm", [], op_args=MM, copies=[4096])
+    # a copy op whose only device event is the copy: the copy keeps its own bytes, the op puts
+    # nothing on it and nothing on the CPU op
+    copy_args = {"Input Dims": [[1024], [1024], []], "Input type": ["float", "float", "Scalar"],
+                 "Concrete Inputs": ["", "", "False"]}
+    trace = _launch("aten::copy_", [], op_args=copy_args, copies=[4096])
     costs, labels, _ = costs_and_labels(trace)
     assert list(costs) == [2] and (costs[2].bytes_read, costs[2].bytes_written) == (4096, 4096)
-    assert costs[2].flops == 0 and labels[2] == {evs.LAUNCH_OP: "aten::mm"}
+    assert costs[2].flops == 0 and labels[2] == {evs.LAUNCH_OP: "aten::copy_"}
+    # an op with arithmetic whose only device event in the trace is a copy (a sampled trace that
+    # lost the GEMM beside its memset): the op keeps its FLOPs on the CPU op
+    trace = _launch("aten::mm", [], op_args=MM, copies=[4096])
+    costs, _, _ = costs_and_labels(trace)
+    on_op = [i for i, c in costs.items() if trace["traceEvents"][i].get("cat") == "cpu_op"]
+    assert len(on_op) == 1 and costs[on_op[0]].flops == MM_FLOPS and costs[2].flops == 0
     # with a kernel beside the copy, the op's cost goes on the kernel alone
     trace = _launch("aten::mm", [("gemm", 4.0)], op_args=MM, copies=[4096])
     costs, _, _ = costs_and_labels(trace)
