@@ -14,6 +14,7 @@ on disk by torch version, so a warm run never imports torch (:class:`DiskCache`)
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import json
 import logging
@@ -31,8 +32,7 @@ from .op_formulas_ext import ext_cost_or_reason, ext_formula
 
 log = logging.getLogger(__name__)
 
-RULES_VERSION = 2
-"""Bumped whenever a rule below changes what a signature costs: part of the cache file's name."""
+RULES_VERSION = 2  # bumped whenever a rule below changes what a signature costs (in the cache's name)
 
 _MAX_TRIES = 64
 """Most combinations of unrecorded values tried for one op (each is one meta call)."""
@@ -401,9 +401,8 @@ def evaluate(name: str, args: dict) -> OpCost | str:
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Iterator[None]:
-    """Silence fd 2 while torch tries a signature: its C++ kernels print warnings (``Resize.cpp``:
-    an ``out=`` tensor of another shape) straight to stderr, past Python's filters. Milliseconds,
-    once per signature; another thread's stderr output in that window is lost."""
+    """Silence fd 2 while torch tries a signature: its C++ kernels print warnings straight to stderr,
+    past Python's filters. Once per signature; another thread's stderr in that window is lost."""
     try:
         saved = os.dup(2)
     except OSError:
@@ -464,6 +463,7 @@ def cache_dir() -> Path:
     return Path(configured).expanduser() if configured else Path.home() / ".cache" / "inductor_perf"
 
 
+@functools.lru_cache(maxsize=1)  # importlib.metadata parses a file per call
 def _torch_version() -> str:
     from importlib import metadata
 
