@@ -11,8 +11,9 @@ Two families share one split (:data:`KINDS`):
   ``collective``, ``memcpy``, ``memset`` and ``other``. The op that launched the kernel decides
   (the ``launch_op`` arg the join writes: a kernel launched under ``aten::addmm`` is matmul
   whatever its name); a collective is one by its ``comm_op`` arg; copies and fills by their event
-  category. Only a kernel without a launching op (CUDA-graph replays, lost correlation) is
-  classified by its name, by exact tokens of library kernel names (``cutlass``, ``*gemm``, ``xmma``,
+  category. Only a kernel without a launching aten op (CUDA-graph replays, lost correlation, or
+  an opaque scope such as ``CompiledFunction`` or a user annotation, which says nothing of the
+  kernel's kind) is classified by its name, by exact tokens of library kernel names (``cutlass``, ``*gemm``, ``xmma``,
   ``Cijk_*``, ``cudnn``, ``flash``, ``fmha``, ``nccl*``), never by substrings of a fused name:
   ``triton_poi_fused_convolution_0`` is generated, and a name rule would not call it a convolution
   either.
@@ -194,6 +195,6 @@ def kernel_kind(name: str, args: Mapping[str, Any] | None = None, cat: str = "")
         return KIND_MEMCPY
     if c in ("gpu_memset", "memset"):
         return KIND_MEMSET
-    if not (isinstance(launch, str) and launch):
-        kind = name_kind(name)
+    if not (isinstance(launch, str) and launch.startswith("aten::")):
+        kind = name_kind(name)  # no op, or one that does not say (CompiledFunction, an annotation)
     return kind or KIND_OTHER

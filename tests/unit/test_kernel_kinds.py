@@ -29,6 +29,15 @@ def test_launching_op_decides_whatever_the_name(launch_op, kind):
     assert kernel_kind(CUTLASS, {evs.LAUNCH_OP: launch_op}) == kind
 
 
+@pytest.mark.parametrize("scope", ["CompiledFunction", "CompiledFunctionBackward", "## forward ##",
+                                   "Optimizer.step#FusedAdam.step"])
+def test_an_opaque_launching_scope_leaves_it_to_the_name(scope):
+    # A compiled graph or an annotation says nothing of a kernel's kind (the V100 trace's GEMMs
+    # run under CompiledFunction): the name decides, as without a launching op.
+    assert kernel_kind(CUTLASS, {evs.LAUNCH_OP: scope}) == "matmul"
+    assert kernel_kind(ADD, {evs.LAUNCH_OP: scope}) == "other"
+
+
 @pytest.mark.parametrize("name,kind", [
     (CUTLASS, "matmul"),
     ("ampere_sgemm_128x64_nn", "matmul"),
@@ -56,9 +65,11 @@ def test_generated_kernels_stay_generated_whatever_their_name():
     assert name_kind("triton_poi_fused_convolution_0") is None  # the name rule would not say conv either
 
 
-def test_name_rule_only_without_a_launching_op():
-    # The op is known and is not a matmul: the GEMM-looking name does not count.
-    assert kernel_kind("ampere_sgemm_128x64_nn", {evs.LAUNCH_OP: "fbgemm::jagged_dense_bmm"}) == "other"
+def test_name_rule_only_without_a_launching_aten_op():
+    # An aten op that is not a matmul: the GEMM-looking name does not count.
+    assert kernel_kind("ampere_sgemm_128x64_nn", {evs.LAUNCH_OP: "aten::index_add_"}) == "other"
+    # A library op we have no kind for (fbgemm's jagged bmm runs cuBLAS): the name says matmul.
+    assert kernel_kind("ampere_sgemm_128x64_nn", {evs.LAUNCH_OP: "fbgemm::jagged_dense_bmm"}) == "matmul"
 
 
 def test_collectives_copies_and_fills():
