@@ -196,9 +196,17 @@ def a100():
 def test_real_a100_raw_summary_shows_matmul_flops_and_steps(a100):
     raw, s = a100
     # GEMMs (cutlass / ampere_sgemm / cuBLAS gemv) are matmul: before this they were all "other".
-    # TODO after merging the join helper: the kind comes from launch_op (aten::mm/addmm); then also
-    # assert every kernel whose launch_op is aten::mm/addmm/bmm is matmul.
     assert s.time_split_pct["matmul"] > 10
+    # Every kernel launched by aten::mm / addmm / bmm is matmul, whatever its name (the bias add of
+    # addmm included); the trace says which op launched each through augment's launch_op.
+    from inductor_perf.kernel_kinds import kernel_kind
+    from inductor_perf.summary_raw import with_costs
+
+    costed, _ = with_costs(raw)
+    gemm_kernels = [e for e in costed["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"
+                    and (e.get("args") or {}).get(evs.LAUNCH_OP) in ("aten::mm", "aten::addmm", "aten::bmm")]
+    assert len(gemm_kernels) > 100
+    assert {kernel_kind(e["name"], e["args"], e["cat"]) for e in gemm_kernels} == {"matmul"}
     assert s.time_split_pct["collective"] > 20  # nccl kernels
     assert s.flop > 0 and s.costs_note and "recorded shapes" in s.costs_note
     assert 0 < s.costed_time_pct <= 100
