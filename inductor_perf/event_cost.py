@@ -76,6 +76,8 @@ class AugmentStats:
     """Costed ops that launched more than one kernel: the cost is split over them by duration
     (docs/costs.md, "One op, several kernels")."""
     triton_costed: int = 0
+    tbe_backwards_paired: int = 0
+    """Backward embedding-bag (fbgemm TBE) nodes costed from their forward's shapes."""
     copies_costed: int = 0
     """memcpy / memset events sized from their own ``bytes`` (or the runtime call's ``size``)."""
     copies_unsized: int = 0

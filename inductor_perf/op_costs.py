@@ -23,6 +23,7 @@ from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
 from .launch_join import KERNEL, Copy, LaunchIndex
 from .op_formulas import ATEN_PREFIX, NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
+from .op_formulas_ext import embedding_backward_key, embedding_forward_key, paired_backward_cost
 from .op_meta import PENDING, op_cost_or_reason, wants_cost
 from .trace_format import validate_trace
 
@@ -116,6 +117,7 @@ _dumps = _orjson_dumps()
 
 _KF, _KGB = KERNEL_FLOP, KERNEL_NUM_GB
 _SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs", "Input Strides")
+_TBE_PREFIXES = ("fbgemm::split_embedding_codegen_lookup_", "torch::autograd::CppNode<SplitLookupFunction_")
 _AP = len(ATEN_PREFIX)
 
 
@@ -126,7 +128,8 @@ class CostJoin(LaunchIndex):
     ``i`` again (see :class:`~inductor_perf.launch_join.LaunchIndex`).
     """
 
-    _STATE = LaunchIndex._STATE + ("own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes", "pending")
+    _STATE = LaunchIndex._STATE + ("own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes", "pending",
+                                   "tbe_forwards", "tbe_backwards")
     _COUNTS = LaunchIndex._COUNTS + ("triton_costed",)
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -140,6 +143,10 @@ class CostJoin(LaunchIndex):
         """Ops whose cost needs torch, left to the parent by a forked worker (:data:`op_meta.PENDING`):
         memo key -> (op name, its recorded shapes, the events of that signature)."""
         self._key: Any = None
+        self.tbe_forwards: list[tuple[float, str, dict]] = []
+        """fbgemm's TBE forward ops: (ts, name, recorded shapes), to cost their backward nodes."""
+        self.tbe_backwards: list[tuple[int, float, str, Any]] = []
+        """Backward TBE nodes: (event, ts, name, grad dims)."""
         """The memo key of the op :meth:`_op_result` last answered for."""
         """Kernel -> the cost its launch args carry (:func:`_precost`)."""
         self.comm_kernels: dict[int, tuple[str | None, CommInfo | None]] = {}
@@ -172,6 +179,8 @@ class CostJoin(LaunchIndex):
             if info is not None:
                 self.comm_scopes[i] = ("nccl_annotation" if name != RPC_NAME else RPC_NAME, info)
             return
+        if type(name) is str and name.startswith(_TBE_PREFIXES):
+            self._note_tbe(i, ev, name, args)
         if type(name) is not str or not wants_cost(name):
             result = None
         else:
@@ -220,8 +229,39 @@ class CostJoin(LaunchIndex):
         else:
             self.failed[i] = result
 
+    def _note_tbe(self, i: int, ev: dict, name: str, args: dict) -> None:
+        """Keep what pairing a backward TBE node with its forward needs (:meth:`_pair_tbe`)."""
+        ts = number(ev.get("ts"))
+        if ts is None:
+            return
+        if embedding_forward_key(name) is not None:
+            self.tbe_forwards.append((ts, name, {k: args.get(k) for k in _SHAPE_KEYS}))
+        elif embedding_backward_key(name) is not None:
+            dims = args.get("Input Dims")
+            if isinstance(dims, list) and dims:
+                self.tbe_backwards.append((i, ts, name, dims[0]))
+
+    def _pair_tbe(self) -> None:
+        """A backward TBE node records only its grad output: with its forward's shapes
+        (:func:`~inductor_perf.op_formulas_ext.paired_backward_cost`) it is costed in full
+        (indices, updated rows, optimizer state), replacing the grad-only lower bound."""
+        by_opt: dict[str, list[tuple[float, str, dict]]] = {}
+        for f in self.tbe_forwards:
+            by_opt.setdefault(embedding_forward_key(f[1]) or "", []).append(f)
+        for fs in by_opt.values():
+            fs.sort(key=lambda f: f[0])
+        for i, ts, name, grad in self.tbe_backwards:
+            fs = by_opt.get(embedding_backward_key(name) or "")
+            got = paired_backward_cost(grad, name, fs, ts) if fs and i in self.own else None
+            if got is not None:
+                self.own[i] = EventCost(flops=int(got.flops), matmul_flops=0, bytes_read=int(got.bytes_read),
+                                        bytes_written=int(got.bytes_written), dtype=got.dtype, cost_source="shapes")
+                self.stats.tbe_backwards_paired += 1
+
     def _merge(self, st: dict[str, Any]) -> None:
         super()._merge(st)
+        self.tbe_forwards.extend(st["tbe_forwards"])
+        self.tbe_backwards.extend(st["tbe_backwards"])
         for name, args, ops in st["pending"].values():
             result = self._op_result(name, args)
             if result is PENDING:  # this process defers too: pass them on
@@ -240,6 +280,8 @@ class CostJoin(LaunchIndex):
         ``dist_info`` is the trace's ``distributedInfo`` (a collective's group size when its
         events do not say it). Fills :attr:`labels`."""
         self.stats.events = n_events
+        if self.tbe_backwards:
+            self._pair_tbe()
         parent = self.parents()
         shadowed = self._count_failures(parent)
         return _Placer(self, parent, shadowed, dist_info).place(), self.stats

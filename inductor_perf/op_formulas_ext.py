@@ -11,6 +11,7 @@ before it trusts them. docs/costs.md, "Ops of plain profiler traces", says what 
 
 from __future__ import annotations
 
+import bisect
 import math
 from typing import Any, Callable, Sequence
 
@@ -130,7 +131,7 @@ def _embedding_lookup(a: _Args, name: str) -> OpCost:
 
 def embedding_backward_cost(grad: Sequence[int], fwd_args: dict | None, name: str) -> OpCost:
     """Backward TBE with the optimizer fused in (``CppNode<SplitLookupFunction_<opt>_Op>``): reads
-    the grad output [B, total_D]; with its forward record (linked by ``Sequence number``) also the
+    the grad output [B, total_D]; with its forward record (:func:`paired_backward_cost`) also the
     indices and offsets, and reads and writes the L updated weight rows (row-wise optimizers: and
     one momentum value per row). Without the forward record: the grad alone, a lower bound."""
     grad_bytes = _numel(grad) * 4
@@ -259,3 +260,52 @@ def ext_cost_or_reason(name: str, args: Any) -> OpCost | str | None:
         return e.reason
     except (TypeError, ValueError, IndexError, OverflowError):
         return BAD_SHAPES
+
+
+# --- a backward TBE and its forward ------------------------------------------------------------
+def embedding_forward_key(name: str) -> str | None:
+    """The optimizer a TBE forward op's name spells ("rowwise_adagrad"), or None for other ops."""
+    if name.startswith(_LOOKUP_PREFIX) and name.endswith("_function"):
+        return name[len(_LOOKUP_PREFIX):-len("_function")]
+    return None
+
+
+def embedding_backward_key(name: str) -> str | None:
+    """The optimizer a backward TBE node's name spells, or None for other ops."""
+    if name.startswith(_BACKWARD_PREFIX) and name.endswith("_Op>"):
+        return name[len(_BACKWARD_PREFIX):-len("_Op>")]
+    return None
+
+
+def paired_backward_cost(grad: Sequence[int], name: str, forwards: Sequence[tuple[float, str, dict]],
+                         ts: float, window: int = 16) -> OpCost | None:
+    """The cost of a backward TBE (``name``, grad output ``grad`` [B, total_D], started at ``ts``)
+    from its forward, among the last ``window`` forwards of the same optimizer that started before it
+    (``forwards``: (ts, name, args), sorted by ts). None when no forward fits clearly: the caller
+    keeps the grad-only lower bound.
+
+    Training runs each TBE module's forward, then its backward, once per step, so the latest forward
+    of each module (told apart by its table count T) is the candidate; it must have the grad's B.
+    The grad's width is total_D, which old traces do not record on the forward: each candidate's
+    estimate T·D (D the mean row width over rows, see :func:`embedding_lookup_shape`) is compared
+    with it, and the nearest wins if it is within 50 % and no other module comes within 1.5x of its
+    miss. The cost then uses T and L from the forward and total_D from the grad, all exact."""
+    k = bisect.bisect_left(forwards, ts, key=lambda f: f[0])  # the forwards that started before
+    seen: set[int] = set()
+    ranked: list[tuple[float, str, dict]] = []
+    for _f_ts, f_name, f_args in reversed(forwards[max(0, k - window):k]):
+        try:
+            tables, batch, _n_idx, mean_d, _dt = embedding_lookup_shape(_Args(f_args), f_name)
+        except (_No, TypeError, ValueError, IndexError, ZeroDivisionError):
+            continue
+        if tables in seen or len(grad) != 2 or batch != grad[0] or not grad[1] > 0:
+            continue
+        seen.add(tables)
+        ranked.append((abs(tables * mean_d - grad[1]) / grad[1], f_name, f_args))
+    ranked.sort(key=lambda r: r[0])
+    if not ranked or ranked[0][0] >= 0.5 or (len(ranked) > 1 and ranked[1][0] < 1.5 * ranked[0][0]):
+        return None
+    try:
+        return embedding_backward_cost(grad, ranked[0][2], ranked[0][1])
+    except (_No, TypeError, ValueError, ZeroDivisionError):
+        return None

@@ -193,6 +193,65 @@ def test_embedding_backward_with_and_without_its_forward():
     assert full.bytes_written == rows + 61072 * 4
 
 
+def _lookup_with(tables: int, rows_per_table: int, d: int, n_idx: int) -> dict:
+    """A TBE forward record of ``tables`` tables of ``rows_per_table`` rows of width ``d``."""
+    dims = [list(x) for x in _LOOKUP["Input Dims"]]
+    dims[1] = [tables * rows_per_table * d]  # dev weights
+    dims[6] = [tables + 1]  # D_offsets
+    dims[11] = [n_idx]  # indices
+    dims[12] = [tables * 8192 + 1]  # offsets: 8192 bags per table
+    dims[14] = [n_idx]  # per-sample weights
+    dims[20] = [tables * rows_per_table]  # momentum: one value per row
+    return rec(dims, list(_LOOKUP["Input type"]))
+
+
+def test_backward_paired_with_its_modules_forward():
+    from inductor_perf.op_formulas_ext import paired_backward_cost
+
+    name = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
+    small, big = _lookup_with(1, 1000, 96, 61072), _lookup_with(10, 1000, 64, 500_000)
+    forwards = [(1.0, _LOOKUP_NAME, small), (2.0, _LOOKUP_NAME, big),  # step 1
+                (10.0, _LOOKUP_NAME, small), (11.0, _LOOKUP_NAME, big)]  # step 2
+    # step 1's backward of the 10-table module: grad [8192, 10 * 64]; only forwards before it count
+    got = paired_backward_cost((8192, 640), name, forwards, ts=5.0)
+    assert got == embedding_backward_cost((8192, 640), big, _LOOKUP_NAME)
+    # by hand: grad + indices (long) + offsets (long) + weights (float) + rows read, state read
+    rows, state = 500_000 * 64 * 4, 500_000 * 4
+    assert got.bytes_read == 8192 * 640 * 4 + 500_000 * 8 + (10 * 8192 + 1) * 8 + 500_000 * 4 + rows + state
+    assert got.bytes_written == rows + state
+    assert paired_backward_cost((8192, 96), name, forwards, ts=5.0) == embedding_backward_cost(
+        (8192, 96), small, _LOOKUP_NAME)
+    # no forward before it, another batch size, or no module near its width: no pairing
+    assert paired_backward_cost((8192, 640), name, forwards, ts=0.5) is None
+    assert paired_backward_cost((4096, 640), name, forwards, ts=5.0) is None
+    assert paired_backward_cost((8192, 5000), name, forwards, ts=5.0) is None
+
+
+def test_real_trace_backward_tbe_nodes_get_their_forwards_cost():
+    path = TRACES / "a100_ranks8_r3_control.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} absent (the shared real traces are not checked in)")
+    trace = load_trace(str(path))
+    events = trace["traceEvents"]
+    join = CostJoin(load=events.__getitem__)
+    for i, ev in enumerate(events):
+        if isinstance(ev, dict):
+            join.add(i, ev)
+    _costs, stats = join.finish(len(events))
+    backwards = [i for i, ev in enumerate(events) if isinstance(ev, dict) and ev.get("cat") == "cpu_op"
+                 and ev.get("name") == "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"]
+    assert len(backwards) == 12 and stats.tbe_backwards_paired == 12
+    # the grad [8192, 96] of the one-table module: its forward is the latest one-table lookup before it
+    i = next(i for i in backwards if events[i]["args"]["Input Dims"] == [[8192, 96]])
+    fwd = max((ev for ev in events if isinstance(ev, dict) and ev.get("name") == _LOOKUP_NAME
+               and ev["ts"] < events[i]["ts"] and ev["args"]["Input Dims"][6] == [2]), key=lambda ev: ev["ts"])
+    n_idx = fwd["args"]["Input Dims"][11][0]
+    n_off = fwd["args"]["Input Dims"][12][0]
+    rows, state = n_idx * 96 * 4, n_idx * 4
+    assert join.own[i].bytes_read == 8192 * 96 * 4 + n_idx * 8 + n_off * 8 + n_idx * 4 + rows + state
+    assert join.own[i].bytes_written == rows + state
+
+
 def test_fbgemm_codecs_and_permutes():
     q = ext_cost_or_reason("fbgemm::FloatToFP8RowwiseQuantized", rec([[1492704, 256], []], ["float", "Scalar"]))
     assert (q.bytes_read, q.bytes_written) == (1492704 * 256 * 4, 1492704 * (256 + 8))
