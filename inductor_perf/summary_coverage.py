@@ -17,7 +17,9 @@ from .summary_kernels import _Ev
 from .summary_rows import _pct, _r
 
 REASON_HINTS = {
-    "no_shapes": "the launching op recorded no input shapes: profile with record_shapes=True",
+    "no_shapes": ("the launching op's record does not say enough: no input shapes (profile with "
+                  "record_shapes=True), or an older profiler that wrote a tensor list as [] or left out "
+                  "an argument that changes the cost (a reduction's dims)"),
     "unknown_op": "no cost rule for this op (nor a torch shape rule)",
     "bad_shapes": "the op's shape rule refused the recorded inputs",
     "unknown_dtype": "an input dtype that cannot be sized",
