@@ -139,16 +139,16 @@ class CostJoin(LaunchIndex):
         self.failed: dict[int, str] = {}
         self.recognized: set[int] = set()
         self.pre: dict[int, EventCost] = {}
+        """Kernel -> the cost its launch args carry (:func:`_precost`)."""
         self.pending: dict[Any, tuple[str, dict, array]] = {}
         """Ops whose cost needs torch, left to the parent by a forked worker (:data:`op_meta.PENDING`):
         memo key -> (op name, its recorded shapes, the events of that signature)."""
         self._key: Any = None
+        """The memo key of the op :meth:`_op_result` last answered for."""
         self.tbe_forwards: list[tuple[float, str, dict]] = []
         """fbgemm's TBE forward ops: (ts, name, recorded shapes), to cost their backward nodes."""
         self.tbe_backwards: list[tuple[int, float, str, Any]] = []
         """Backward TBE nodes: (event, ts, name, grad dims)."""
-        """The memo key of the op :meth:`_op_result` last answered for."""
-        """Kernel -> the cost its launch args carry (:func:`_precost`)."""
         self.comm_kernels: dict[int, tuple[str | None, CommInfo | None]] = {}
         """Collective kernel -> (the collective its name spells, what its own args say)."""
         self.comm_scopes: dict[int, tuple[str, CommInfo]] = {}
