@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Union
 
 from . import config
 from .device_spec import (BF16, E4M3, E4M3FNUZ, E5M2, E5M2FNUZ, F16, F32, F64, I8,  # noqa: F401 (re-exported)
-                          PCIE3_X16, PCIE4_X16, PCIE5_X16, PEAK_SOURCES, TF32, DeviceSpec, PeakKey, Peaks,
-                          _named, _peaks, dtype_name, pcie_x16_gbs)
+                          PCIE3_X16, PCIE4_X16, PCIE5_X16, PEAK_SOURCES, TF32, DeviceSpec, PeakKey, _peaks,
+                          dtype_name)
 
 if TYPE_CHECKING:  # pragma: no cover
     import torch

@@ -22,8 +22,8 @@ from .comm_costs import (ANNOTATION_PREFIX, RPC_NAME, CommInfo, comm_cost, from_
 from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
 from .launch_join import KERNEL, Copy, LaunchIndex
-from .op_formulas import ATEN_PREFIX, NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
-from .op_formulas_ext import embedding_backward_key, embedding_forward_key, paired_backward_cost
+from .op_formulas import NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
+from .op_formulas_ext import TBE_PREFIXES, embedding_backward_key, embedding_forward_key, paired_backward_cost
 from .op_meta import PENDING, op_cost_or_reason, wants_cost
 from .trace_format import validate_trace
 
@@ -117,8 +117,6 @@ _dumps = _orjson_dumps()
 
 _KF, _KGB = KERNEL_FLOP, KERNEL_NUM_GB
 _SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs", "Input Strides")
-_TBE_PREFIXES = ("fbgemm::split_embedding_codegen_lookup_", "torch::autograd::CppNode<SplitLookupFunction_")
-_AP = len(ATEN_PREFIX)
 
 
 class CostJoin(LaunchIndex):
@@ -179,7 +177,7 @@ class CostJoin(LaunchIndex):
             if info is not None:
                 self.comm_scopes[i] = ("nccl_annotation" if name != RPC_NAME else RPC_NAME, info)
             return
-        if type(name) is str and name.startswith(_TBE_PREFIXES):
+        if type(name) is str and name.startswith(TBE_PREFIXES):
             self._note_tbe(i, ev, name, args)
         if type(name) is not str or not wants_cost(name):
             result = None

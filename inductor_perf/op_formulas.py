@@ -33,11 +33,26 @@ UNKNOWN_DTYPE = "unknown_dtype"
 UNKNOWN_OP = "unknown_op"
 
 
-class _Skip(Exception):
-    def __init__(self, reason: str, detail: str = "") -> None:
+class Refused(Exception):
+    """Why an op record cannot be costed: ``reason`` (:data:`NO_SHAPES`, :data:`BAD_SHAPES`,
+    :data:`UNKNOWN_DTYPE`, ...), ``detail`` for the log. Raised by every rule reading a record
+    (here, :mod:`~inductor_perf.op_formulas_ext`, :mod:`~inductor_perf.op_meta`)."""
+
+    def __init__(self, reason: str = BAD_SHAPES, detail: str = "") -> None:
         super().__init__(detail or reason)
         self.reason = reason
         self.detail = detail
+
+
+def recorded(args: Any) -> tuple[list, list, list | None]:
+    """An op event's ``Input Dims``, ``Input type`` and (None when missing or of another length)
+    ``Concrete Inputs``; refuses (:data:`NO_SHAPES`) a record without dims and types of one length."""
+    dims = args.get("Input Dims") if isinstance(args, dict) else None
+    types = args.get("Input type") if isinstance(args, dict) else None
+    if not isinstance(dims, list) or not dims or not isinstance(types, list) or len(types) != len(dims):
+        raise Refused(NO_SHAPES)
+    concrete = args.get("Concrete Inputs")
+    return dims, types, concrete if isinstance(concrete, list) and len(concrete) == len(dims) else None
 
 
 @dataclass(frozen=True)
@@ -147,7 +162,7 @@ class _Inputs:
     def __init__(self, args: dict) -> None:
         dims = args.get("Input Dims")
         if not isinstance(dims, list) or not dims:
-            raise _Skip(NO_SHAPES)
+            raise Refused(NO_SHAPES)
         types = args.get("Input type")
         concrete = args.get("Concrete Inputs")
         self.dims = dims
@@ -163,29 +178,29 @@ class _Inputs:
 
     def tensor(self, i: int, rank: int | None = None) -> tuple[tuple[int, ...], Any]:
         if i >= len(self.dims):
-            raise _Skip(BAD_SHAPES, f"no input {i}")
+            raise Refused(BAD_SHAPES, f"no input {i}")
         d = self.dims[i]
         if not isinstance(d, list) or not all(type(x) is int and x >= 0 for x in d):
-            raise _Skip(BAD_SHAPES, f"input {i} dims {d!r}")
+            raise Refused(BAD_SHAPES, f"input {i} dims {d!r}")
         if rank is not None and len(d) != rank:
-            raise _Skip(BAD_SHAPES, f"input {i} has rank {len(d)}, expected {rank}")
+            raise Refused(BAD_SHAPES, f"input {i} has rank {len(d)}, expected {rank}")
         if i >= len(self.types):
-            raise _Skip(NO_SHAPES, f"no type for input {i}")
+            raise Refused(NO_SHAPES, f"no type for input {i}")
         dt = parse_dtype_name(self.types[i])
         if dt is None:
-            raise _Skip(UNKNOWN_DTYPE, str(self.types[i])[:60])
+            raise Refused(UNKNOWN_DTYPE, str(self.types[i])[:60])
         return tuple(d), dt
 
     def ints(self, i: int | None, n: int, default: int | None = None) -> list[int]:
         """A list of ``n`` ints from concrete input ``i`` ("[2, 2]", "2", "[2]", or JSON numbers)."""
         if i is None:
             if default is None:
-                raise _Skip(NO_SHAPES)
+                raise Refused(NO_SHAPES)
             return [default] * n
         if self.concrete is None or i >= len(self.concrete):
             if default is not None and self.concrete is not None:
                 return [default] * n  # trailing defaulted argument not recorded
-            raise _Skip(NO_SHAPES, "no Concrete Inputs")
+            raise Refused(NO_SHAPES, "no Concrete Inputs")
         v = self.concrete[i]
         if isinstance(v, str):
             s = v.strip()
@@ -194,24 +209,24 @@ class _Inputs:
             try:
                 vals = [int(x) for x in s.strip("[]()").split(",") if x.strip()]
             except ValueError:
-                raise _Skip(BAD_SHAPES, f"concrete input {i} {v[:40]!r}") from None
+                raise Refused(BAD_SHAPES, f"concrete input {i} {v[:40]!r}") from None
         elif type(v) is int:
             vals = [v]
         elif isinstance(v, list) and all(type(x) is int for x in v):
             vals = list(v)
         else:
-            raise _Skip(BAD_SHAPES, f"concrete input {i} {v!r}")
+            raise Refused(BAD_SHAPES, f"concrete input {i} {v!r}")
         if len(vals) == 1:
             vals = vals * n
         if len(vals) != n:
-            raise _Skip(BAD_SHAPES, f"concrete input {i} has {len(vals)} values, expected {n}")
+            raise Refused(BAD_SHAPES, f"concrete input {i} has {len(vals)} values, expected {n}")
         return vals
 
     def flag(self, i: int | None, default: bool) -> bool:
         if i is None:
             return default
         if self.concrete is None or i >= len(self.concrete):
-            raise _Skip(NO_SHAPES, "no Concrete Inputs")
+            raise Refused(NO_SHAPES, "no Concrete Inputs")
         v = self.concrete[i]
         if isinstance(v, bool):
             return v
@@ -219,7 +234,7 @@ class _Inputs:
             return True
         if isinstance(v, str) and v.strip() in ("False", "false", "0"):
             return False
-        raise _Skip(BAD_SHAPES, f"concrete input {i} {v!r} is not a bool")
+        raise Refused(BAD_SHAPES, f"concrete input {i} {v!r} is not a bool")
 
 
 def _nbytes(shape: Sequence[int], dtype: str) -> int:
@@ -279,7 +294,7 @@ def _mm_like(a_pos: int, b_pos: int, self_pos: int | None, batched: bool) -> Cal
         try:
             flops = bmm_flops(a, b) if batched else mm_flops(a, b)
         except ValueError as e:
-            raise _Skip(BAD_SHAPES, str(e)) from None
+            raise Refused(BAD_SHAPES, str(e)) from None
         out = (a[0], a[1], b[2]) if batched else (a[0], b[1])
         read = _nbytes(a, adt) + _nbytes(b, bdt)
         if self_pos is not None and inp.has_tensor(self_pos):
@@ -309,7 +324,7 @@ def _conv(sig: _ConvSig) -> Callable[[_Inputs], OpCost]:
         w, wdt = inp.tensor(1, len(x))
         nsp = len(x) - 2
         if nsp < 1:
-            raise _Skip(BAD_SHAPES, f"convolution input of rank {len(x)}")
+            raise Refused(BAD_SHAPES, f"convolution input of rank {len(x)}")
         stride = inp.ints(sig.stride, nsp, default=1 if sig.stride is None else None)
         padding = inp.ints(sig.padding, nsp, default=0)
         dilation = inp.ints(sig.dilation, nsp, default=1)
@@ -317,23 +332,23 @@ def _conv(sig: _ConvSig) -> Callable[[_Inputs], OpCost]:
         out_pad = inp.ints(sig.output_padding, nsp, default=0) if transposed else [0] * nsp
         groups = inp.ints(sig.groups, 1, default=1)[0]
         if groups < 1 or any(s < 1 for s in stride) or any(d < 1 for d in dilation):
-            raise _Skip(BAD_SHAPES, "non-positive stride, dilation or groups")
+            raise Refused(BAD_SHAPES, "non-positive stride, dilation or groups")
         k = w[2:]
         if transposed:
             if x[1] != w[0]:
-                raise _Skip(BAD_SHAPES, f"transposed conv: {x[1]} input channels, weight {w}")
+                raise Refused(BAD_SHAPES, f"transposed conv: {x[1]} input channels, weight {w}")
             c_out = w[1] * groups
             spatial = [(i - 1) * s - 2 * p + d * (kk - 1) + op + 1
                        for i, s, p, d, kk, op in zip(x[2:], stride, padding, dilation, k, out_pad)]
         else:
             if x[1] != w[1] * groups:
-                raise _Skip(BAD_SHAPES, f"conv: {x[1]} input channels, weight {w}, groups {groups}")
+                raise Refused(BAD_SHAPES, f"conv: {x[1]} input channels, weight {w}, groups {groups}")
             c_out = w[0]
             # PyTorch's Conv docs: out = floor((in + 2p - d(k-1) - 1) / s) + 1
             spatial = [(i + 2 * p - d * (kk - 1) - 1) // s + 1
                        for i, s, p, d, kk in zip(x[2:], stride, padding, dilation, k)]
         if any(o < 1 for o in spatial):
-            raise _Skip(BAD_SHAPES, f"conv output size {spatial}")
+            raise Refused(BAD_SHAPES, f"conv output size {spatial}")
         out = [x[0], c_out, *spatial]
         flops = conv_flops(x, w, out, transposed)
         read = _nbytes(x, xdt) + _nbytes(w, wdt)
@@ -353,7 +368,7 @@ def _sdpa(mask_pos: int | None) -> Callable[[_Inputs], OpCost]:
         try:
             flops = sdpa_flops(q, k, v)
         except ValueError as e:
-            raise _Skip(BAD_SHAPES, str(e)) from None
+            raise Refused(BAD_SHAPES, str(e)) from None
         read = _nbytes(q, qdt) + _nbytes(k, kdt) + _nbytes(v, vdt)
         if mask_pos is not None and inp.has_tensor(mask_pos):
             m, mdt = inp.tensor(mask_pos)
@@ -417,7 +432,7 @@ def op_cost_or_reason(name: Any, args: Any) -> OpCost | str | None:
         return NO_SHAPES
     try:
         return formula(_Inputs(args))
-    except _Skip as e:
+    except Refused as e:
         return f"{UNKNOWN_DTYPE}:{e.detail}" if e.reason == UNKNOWN_DTYPE else e.reason
     except (TypeError, ValueError, OverflowError, IndexError, AssertionError) as e:
         # flop_counter's own checks, or shapes of the wrong type deep inside a formula

@@ -15,50 +15,38 @@ import bisect
 import math
 from typing import Any, Callable, Sequence
 
-from .op_formulas import BAD_SHAPES, NO_SHAPES, UNKNOWN_DTYPE, OpCost, parse_dtype_name
+from .op_formulas import BAD_SHAPES, NO_SHAPES, UNKNOWN_DTYPE, OpCost, Refused, parse_dtype_name, recorded
 
 _ITEM = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "uint8": 1, "int8": 1,
          "float8_e4m3fn": 1, "float8_e5m2": 1, "bool": 1, "int16": 2}
-
-
-class _No(Exception):
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 class _Args:
     """Positional tensors of one record: shape, dtype and bytes; a missing/None argument is None."""
 
     def __init__(self, args: dict) -> None:
-        dims = args.get("Input Dims")
-        types = args.get("Input type")
-        if not isinstance(dims, list) or not dims or not isinstance(types, list) or len(types) != len(dims):
-            raise _No(NO_SHAPES)
-        self.dims, self.types = dims, types
-        concrete = args.get("Concrete Inputs")
-        self.concrete = concrete if isinstance(concrete, list) and len(concrete) == len(dims) else None
+        self.dims, self.types, self.concrete = recorded(args)
 
     def tensor(self, i: int, rank: int | None = None) -> tuple[tuple[int, ...], str] | None:
         """(shape, dtype) of tensor argument ``i``; None when it is None / not a tensor."""
         if i >= len(self.dims):
-            raise _No(BAD_SHAPES)
+            raise Refused(BAD_SHAPES)
         t, d = self.types[i], self.dims[i]
         if t in ("", "Scalar", "ScalarList", "TensorList", "GenericList", None):
             return None
         dt = parse_dtype_name(t)
         if dt is None or dt not in _ITEM:
-            raise _No(f"{UNKNOWN_DTYPE}:{str(t)[:60]}")
+            raise Refused(f"{UNKNOWN_DTYPE}:{str(t)[:60]}")
         if not isinstance(d, list) or not all(type(x) is int and x >= 0 for x in d):
-            raise _No(BAD_SHAPES)
+            raise Refused(BAD_SHAPES)
         if rank is not None and len(d) != rank:
-            raise _No(BAD_SHAPES)
+            raise Refused(BAD_SHAPES)
         return tuple(d), dt
 
     def need(self, i: int, rank: int | None = None) -> tuple[tuple[int, ...], str]:
         got = self.tensor(i, rank)
         if got is None:
-            raise _No(BAD_SHAPES)
+            raise Refused(BAD_SHAPES)
         return got
 
     def nbytes(self, i: int) -> int:
@@ -94,27 +82,27 @@ def embedding_lookup_shape(a: _Args, name: str) -> tuple[int, int, int, float, s
     D is ``total_D / T`` when ``total_D`` was recorded, else (row-wise optimizers keep one momentum
     value per row) weights' numel / rows, the mean over rows; exact when every table has one D."""
     if len(a.dims) != 29:
-        raise _No(BAD_SHAPES)
+        raise Refused(BAD_SHAPES)
     d_off, _ = a.need(_D_OFFSETS, 1)
     (n_idx,), _ = a.need(_INDICES, 1)
     (n_off,), _ = a.need(_OFFSETS, 1)
     tables = d_off[0] - 1
     if tables < 1 or n_off < 1 or (n_off - 1) % tables:
-        raise _No(BAD_SHAPES)
+        raise Refused(BAD_SHAPES)
     batch = (n_off - 1) // tables
     dev, uvm = a.tensor(_DEV_W), a.tensor(_UVM_W)
     weights = [w for w in (dev, uvm) if w is not None and _numel(w[0])]
     if not weights:
-        raise _No(BAD_SHAPES)  # a cache-only (UVM caching) table: the rows' width is not recorded
+        raise Refused(BAD_SHAPES)  # a cache-only (UVM caching) table: the rows' width is not recorded
     w_dtype = weights[0][1]
     total_d = a.int_value(_TOTAL_D)
     if total_d is not None and total_d > 0:
         return tables, batch, n_idx, total_d / tables, w_dtype
     if "rowwise" not in name:
-        raise _No(NO_SHAPES)
+        raise Refused(NO_SHAPES)
     rows = sum(_numel(m[0]) for m in (a.tensor(_MOMENTUM_DEV), a.tensor(_MOMENTUM_UVM)) if m is not None)
     if rows < 1:
-        raise _No(BAD_SHAPES)
+        raise Refused(BAD_SHAPES)
     return tables, batch, n_idx, sum(_numel(w[0]) for w in weights) / rows, w_dtype
 
 
@@ -140,7 +128,7 @@ def embedding_backward_cost(grad: Sequence[int], fwd_args: dict | None, name: st
     a = _Args(fwd_args)
     tables, batch, n_idx, mean_d, w_dtype = embedding_lookup_shape(a, name)
     if len(grad) != 2 or grad[0] != batch:
-        raise _No(BAD_SHAPES)
+        raise Refused(BAD_SHAPES)
     mean_d = grad[1] / tables  # the grad's width is total_D: exact
     rows = round(n_idx * mean_d) * _ITEM[w_dtype]
     state = n_idx * 4 if "rowwise" in name else 0
@@ -152,7 +140,7 @@ def embedding_backward_cost(grad: Sequence[int], fwd_args: dict | None, name: st
 def _embedding_backward(a: _Args, name: str) -> OpCost:
     grad, dt = a.need(0, 2)
     if dt != "float32":
-        raise _No(BAD_SHAPES)
+        raise Refused(BAD_SHAPES)
     return embedding_backward_cost(grad, None, name)
 
 
@@ -177,7 +165,7 @@ def _sparse_permute(a: _Args, name: str) -> OpCost:
     (n_perm,), _ = a.need(0, 1)
     lengths, _ = a.need(1)
     if not lengths or n_perm != lengths[0]:
-        raise _No(NO_SHAPES)  # a partial permutation: how many indices move is data-dependent
+        raise Refused(NO_SHAPES)  # a partial permutation: how many indices move is data-dependent
     read = sum(a.nbytes(i) for i in range(min(4, len(a.dims))))
     written = read - a.nbytes(0)
     return OpCost(0, 0, read, written, a.need(2)[1])
@@ -194,7 +182,7 @@ def _fp8_rowwise_quantize(a: _Args, name: str) -> OpCost:
 def _fp8_rowwise_dequantize(a: _Args, name: str) -> OpCost:
     (n, c), _ = a.need(0, 2)
     if c < 8:
-        raise _No(BAD_SHAPES)
+        raise Refused(BAD_SHAPES)
     return OpCost(n * (c - 8), 0, n * c, n * (c - 8) * 4, "float32")
 
 
@@ -230,6 +218,8 @@ _EXACT: dict[str, Callable[[_Args, str], OpCost]] = {
 _LOOKUP_PREFIX = "fbgemm::split_embedding_codegen_lookup_"
 _BACKWARD_PREFIX = "torch::autograd::CppNode<SplitLookupFunction_"
 _PERMUTE_BACKWARD_PREFIX = "torch::autograd::CppNode<fbgemm_gpu::PermutePooledEmbsFunction"
+TBE_PREFIXES = (_LOOKUP_PREFIX, _BACKWARD_PREFIX)
+"""Name prefixes of the TBE forward ops and backward nodes (``str.startswith`` takes the tuple)."""
 
 
 def ext_formula(name: str) -> Callable[[_Args, str], OpCost] | None:
@@ -256,7 +246,7 @@ def ext_cost_or_reason(name: str, args: Any) -> OpCost | str | None:
         return NO_SHAPES
     try:
         return rule(_Args(args), name)
-    except _No as e:
+    except Refused as e:
         return e.reason
     except (TypeError, ValueError, IndexError, OverflowError):
         return BAD_SHAPES
@@ -296,7 +286,7 @@ def paired_backward_cost(grad: Sequence[int], name: str, forwards: Sequence[tupl
     for _f_ts, f_name, f_args in reversed(forwards[max(0, k - window):k]):
         try:
             tables, batch, _n_idx, mean_d, _dt = embedding_lookup_shape(_Args(f_args), f_name)
-        except (_No, TypeError, ValueError, IndexError, ZeroDivisionError):
+        except (Refused, TypeError, ValueError, IndexError, ZeroDivisionError):
             continue
         if tables in seen or len(grad) != 2 or batch != grad[0] or not grad[1] > 0:
             continue
@@ -307,5 +297,5 @@ def paired_backward_cost(grad: Sequence[int], name: str, forwards: Sequence[tupl
         return None
     try:
         return embedding_backward_cost(grad, ranked[0][2], ranked[0][1])
-    except (_No, TypeError, ValueError, ZeroDivisionError):
+    except (Refused, TypeError, ValueError, ZeroDivisionError):
         return None

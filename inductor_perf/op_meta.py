@@ -26,7 +26,7 @@ from typing import Any, Iterator
 
 from . import config
 from .op_formulas import (ATEN_PREFIX, BAD_SHAPES, NO_SHAPES, OP_FORMULAS, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost,
-                          _import_torch_elsewhere, parse_dtype_name)
+                          Refused, _import_torch_elsewhere, parse_dtype_name, recorded)
 from .op_formulas import op_cost_or_reason as formula_cost_or_reason
 from .op_formulas_ext import ext_cost_or_reason, ext_formula
 
@@ -66,14 +66,6 @@ class _Unknown:
 UNKNOWN = _Unknown()
 
 
-class _Refuse(Exception):
-    """This overload cannot take the recorded arguments; ``reason`` when it is the op's final answer."""
-
-    def __init__(self, reason: str = BAD_SHAPES) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 # --- the recorded arguments ---------------------------------------------------------------------
 def _parse_value(v: Any) -> Any:
     """A ``Concrete Inputs`` entry as a Python value ("1" -> 1, "[0, 1]" -> [0, 1], "" -> UNKNOWN)."""
@@ -98,22 +90,16 @@ class Record:
     """One op event's recorded arguments: per position its dims, type and concrete value."""
 
     def __init__(self, args: dict) -> None:
-        dims = args.get("Input Dims")
-        types = args.get("Input type")
-        if not isinstance(dims, list) or not dims or not isinstance(types, list) or len(types) != len(dims):
-            raise _Refuse(NO_SHAPES)
-        concrete = args.get("Concrete Inputs")
-        self.has_concrete = isinstance(concrete, list) and len(concrete) == len(dims)
-        self.dims = dims
-        self.types = types
-        self.values = [_parse_value(c) for c in concrete] if self.has_concrete else [UNKNOWN] * len(dims)
+        self.dims, self.types, concrete = recorded(args)
+        self.has_concrete = concrete is not None
+        self.values = [_parse_value(c) for c in concrete] if concrete is not None else [UNKNOWN] * len(self.dims)
         self.dtypes: list[str | None] = []
-        for t, d in zip(types, dims):
+        for t, d in zip(self.types, self.dims):
             dt = parse_dtype_name(t)
             if dt is None and t not in ("", "Scalar", "ScalarList", "TensorList", "GenericList", None):
-                raise _Refuse(f"{UNKNOWN_DTYPE}:{str(t)[:60]}")
+                raise Refused(f"{UNKNOWN_DTYPE}:{str(t)[:60]}")
             if dt is not None and (not isinstance(d, list) or not all(type(x) is int and x >= 0 for x in d)):
-                raise _Refuse(BAD_SHAPES)
+                raise Refused(BAD_SHAPES)
             self.dtypes.append(dt)
         # TensorList elements carry no dtype of their own: they take the op's first plain tensor's
         # dtype, else torch's default float32 (docs/costs.md).
@@ -126,7 +112,7 @@ class Record:
 # --- matching a schema --------------------------------------------------------------------------
 def _candidates(rec: Record, i: int, arg: Any, rank: int) -> list[Any] | None:
     """The Python values argument ``i`` may take for schema argument ``arg`` (as a spec: tensors as
-    ``("T", dims, dtype)``); None: it does not fit. Raises _Refuse(NO_SHAPES) when a value that
+    ``("T", dims, dtype)``); None: it does not fit. Raises Refused(NO_SHAPES) when a value that
     decides the shape was not recorded and cannot be enumerated."""
     import torch
 
@@ -146,19 +132,19 @@ def _candidates(rec: Record, i: int, arg: Any, rank: int) -> list[Any] | None:
         if ik != "ListType" or inner.getElementType().kind() not in ("TensorType", "OptionalType"):
             return None
         if not isinstance(dims, list) or not all(isinstance(d, list) for d in dims):
-            raise _Refuse(BAD_SHAPES)
+            raise Refused(BAD_SHAPES)
         if not dims:
-            raise _Refuse(NO_SHAPES)  # old profilers record a TensorList's shapes as []
+            raise Refused(NO_SHAPES)  # old profilers record a TensorList's shapes as []
         return [[("T", tuple(d), rec.list_dtype) for d in dims]]
     if rtype == "GenericList":
-        raise _Refuse(NO_SHAPES)  # lists of optional tensors (indices): element shapes not recorded
+        raise Refused(NO_SHAPES)  # lists of optional tensors (indices): element shapes not recorded
     if rtype == "Scalar":
         if ik in ("TensorType", "ListType", "StringType"):
             return None
         if ik == "ScalarTypeType":
             if type(value) is int and 0 <= value < len(_SCALAR_TYPES):
                 return [getattr(torch, _SCALAR_TYPES[value])]
-            raise _Refuse(NO_SHAPES)
+            raise Refused(NO_SHAPES)
         if ik in ("DeviceObjType",):
             return ["meta"]
         if ik in ("LayoutType", "MemoryFormatType"):
@@ -170,12 +156,12 @@ def _candidates(rec: Record, i: int, arg: Any, rank: int) -> list[Any] | None:
         if ik in ("IntType", "SymIntType"):
             if "dim" in arg.name:
                 return list(range(max(rank, 1)))
-            raise _Refuse(NO_SHAPES)
+            raise Refused(NO_SHAPES)
         if ik == "FloatType":
             return [1.0]
         if ik == "NumberType":
             return [1, 1.5]
-        raise _Refuse(NO_SHAPES)
+        raise Refused(NO_SHAPES)
     if rtype == "ScalarList":
         if ik != "ListType":
             return None
@@ -189,7 +175,7 @@ def _candidates(rec: Record, i: int, arg: Any, rank: int) -> list[Any] | None:
             if optional or arg.has_default_value():
                 return [None] if optional else [arg.default_value]
             if ik in ("LayoutType", "MemoryFormatType", "GeneratorType", "StringType"):
-                raise _Refuse(NO_SHAPES)
+                raise Refused(NO_SHAPES)
             return None
         return _unknown_list(arg, rank, optional, _first_shape(rec))  # an old profiler's unrecorded list
     return None
@@ -197,11 +183,11 @@ def _candidates(rec: Record, i: int, arg: Any, rank: int) -> list[Any] | None:
 
 def _unknown_list(arg: Any, rank: int, optional: bool, shape: Any = None) -> list[Any]:
     """Every value of an unrecorded ``dim`` list (all subsets of the dims) or ``*shape`` list
-    (every suffix of the input's shape: ``normalized_shape``); else _Refuse."""
+    (every suffix of the input's shape: ``normalized_shape``); else Refused."""
     if "shape" in arg.name and shape is not None:
         return [list(shape[k:]) for k in range(len(shape))]
     if "dim" not in arg.name:
-        raise _Refuse(NO_SHAPES)
+        raise Refused(NO_SHAPES)
     dims = range(max(rank, 1))
     subsets: list[Any] = [list(c) for n in range(len(dims) + 1) for c in itertools.combinations(dims, n)]
     return subsets + ([None] if optional else [])
@@ -366,7 +352,7 @@ def _dtype(ts: list[Any]) -> str:
 
 def _tries(cands: list[list[Any]]) -> Iterator[list[Any]]:
     if math.prod(len(c) for c in cands) > _MAX_TRIES:
-        raise _Refuse(NO_SHAPES)
+        raise Refused(NO_SHAPES)
     for combo in itertools.product(*cands):
         yield list(combo)
 
@@ -391,7 +377,7 @@ def evaluate(name: str, args: dict) -> OpCost | str:
         return UNKNOWN_OP
     try:
         rec = Record(args)
-    except _Refuse as e:
+    except Refused as e:
         return e.reason
     _import_torch_elsewhere(("torch", "torch.utils.flop_counter"))
     with warnings.catch_warnings(), _quiet_stderr():
@@ -443,7 +429,7 @@ def _evaluate(name: str, rec: Record) -> OpCost | str:
                     costs.add(_run(op, values))
                 except Exception as e:  # torch's shape checks refuse this combination
                     log.debug("aten::%s%s: %s", name, values, e)
-        except _Refuse as e:
+        except Refused as e:
             refusal = refusal or e.reason
             continue
         if len(costs) == 1:
