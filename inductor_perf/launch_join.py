@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import bisect
 import re
-import sys
 from array import array
 from collections import defaultdict
 from dataclasses import dataclass
@@ -174,7 +173,7 @@ class LaunchIndex:
     """
 
     _STATE: tuple[str, ...] = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels",
-                               "flows_later", "names", "copies")
+                               "flows_later", "copies")
     _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids")
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -187,8 +186,6 @@ class LaunchIndex:
         self.runtime_by_corr: dict[Any, int] = {}
         # device event index (kernels, memcpy, memset) -> (correlation, External id, dur)
         self.kernels: dict[int, tuple[Any, Any, float]] = {}
-        self.names: dict[int, str] = {}
-        """CPU scope -> its name (interned: a few hundred distinct names in a trace), for ``launch_op``."""
         self.copies: dict[int, Copy] = {}
         """The memcpy / memset events among :attr:`kernels`."""
         self._load = load
@@ -243,9 +240,6 @@ class LaunchIndex:
                 self.runtime_by_corr[_k(corr)] = i
             return None
         self.is_scope.add(i)
-        name = ev.get("name")
-        if type(name) is str:
-            self.names[i] = sys.intern(name)
         if kind == OP:
             self.stats.cpu_ops += 1
             ext = args.get("External id")
@@ -282,7 +276,6 @@ class LaunchIndex:
             by_thread[key].extend(items)  # nested in parents(); the event index makes every item unique
         # Keyed by event index: the two ranges never share a key.
         self.kernels.update(st["kernels"])
-        self.names.update(st["names"])
         self.copies.update(st["copies"])
         self.is_scope |= st["is_scope"]
         self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in index()

@@ -116,6 +116,20 @@ _dumps = _orjson_dumps()
 
 
 _KF, _KGB = KERNEL_FLOP, KERNEL_NUM_GB
+# What CostJoin.cost does with a CPU op of a given name (_op_role).
+_COSTED, _NO_COST, _TBE, _TBE_NO_COST, _COMM_SCOPE = "costed", "no_cost", "tbe", "tbe_no_cost", "comm_scope"
+
+
+def _op_role(name: str) -> str:
+    """A collective's scope (record_param_comms, ``nccl:*``: sizes only); else whether an op may
+    have a cost (:func:`~inductor_perf.op_meta.wants_cost`), and for an fbgemm TBE op, that it is
+    kept for pairing its backward with its forward too."""
+    if name == RPC_NAME or name.startswith(ANNOTATION_PREFIX):
+        return _COMM_SCOPE
+    wanted = wants_cost(name)
+    if name.startswith(TBE_PREFIXES):
+        return _TBE if wanted else _TBE_NO_COST
+    return _COSTED if wanted else _NO_COST
 _SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs", "Input Strides")
 
 
@@ -126,7 +140,7 @@ class CostJoin(LaunchIndex):
     ``i`` again (see :class:`~inductor_perf.launch_join.LaunchIndex`).
     """
 
-    _STATE = LaunchIndex._STATE + ("own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes", "pending",
+    _STATE = LaunchIndex._STATE + ("names", "own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes", "pending",
                                    "tbe_forwards", "tbe_backwards")
     _COUNTS = LaunchIndex._COUNTS + ("triton_costed",)
 
@@ -153,6 +167,12 @@ class CostJoin(LaunchIndex):
         """``record_param_comms`` op / ``nccl:*`` annotation -> (which of the two, what it says)."""
         self.labels: dict[int, Label] = {}
         """Device event -> its label (:data:`Label`), filled by :meth:`finish`."""
+        self.names: dict[int, str] = {}
+        """CPU scope -> its name, for ``launch_op`` (one str object per distinct name)."""
+        self._roles: dict[str, tuple[str, str, dict[bytes, Any]]] = {}
+        """Op name -> what :meth:`cost` does with it (:func:`_op_role`), decided once per name; the
+        name object :attr:`names` holds; and the results of :meth:`_op_result` for this name by the
+        orjson bytes of its recorded inputs (:func:`_memo_key`), PENDING left out."""
 
     def add(self, i: int, ev: dict) -> None:
         """Index event ``i`` (a dict) and cost it when it is an op with a formula."""
@@ -172,17 +192,38 @@ class CostJoin(LaunchIndex):
             if type(name) is str and name.find("ccl", 0, 24) >= 0 and is_comm_kernel(name):
                 self.comm_kernels[i] = (normalize_op(name), from_args(args))
             return
-        if type(name) is str and (name == RPC_NAME or name.startswith(ANNOTATION_PREFIX)):
+        if type(name) is not str:
+            self._apply(i, args, None)
+            return
+        got = self._roles.get(name)
+        if got is None:
+            got = self._roles[name] = (_op_role(name), name, {})
+        role, self.names[i], hits = got
+        if role is _COMM_SCOPE:  # sizes for the collectives inside, never a cost of its own
             info = from_annotation(name, args) if name != RPC_NAME else from_args(args)
             if info is not None:
                 self.comm_scopes[i] = ("nccl_annotation" if name != RPC_NAME else RPC_NAME, info)
             return
-        if type(name) is str and name.startswith(TBE_PREFIXES):
+        if role is _TBE or role is _TBE_NO_COST:
             self._note_tbe(i, ev, name, args)
-        if type(name) is not str or not wants_cost(name):
+        if role is _NO_COST or role is _TBE_NO_COST:
             result = None
         else:
-            result = self._op_result(name, args)
+            # _op_result's memo hit, inlined (a hot loop): this name's costs by their inputs' bytes
+            key = None
+            if _dumps is not None:
+                g = args.get
+                try:
+                    key = _dumps((g("Input Dims"), g("Input type"), g("Concrete Inputs")))
+                except TypeError:  # orjson.JSONEncodeError is a TypeError
+                    pass
+            result = hits.get(key, hits) if key is not None else hits
+            if result is hits:
+                result = self._op_result(name, args)
+            if type(result) is EventCost:  # _apply's common case, inlined
+                self.recognized.add(i)
+                self.own[i] = result
+                return
             if result is PENDING:
                 # A forked worker leaves torch's shape rules to the parent (one import of torch,
                 # once per signature): the ops of each signature, costed on merge.
@@ -210,6 +251,10 @@ class CostJoin(LaunchIndex):
             memo[memo_key] = result
             if result is PENDING:
                 self.pending[memo_key] = (name, {k: args.get(k) for k in _SHAPE_KEYS}, array("q"))
+            else:
+                role = self._roles.get(name)
+                if role is not None and type(memo_key[1]) is bytes:
+                    role[2][memo_key[1]] = result
         self._key = memo_key
         return result
 
@@ -268,7 +313,7 @@ class CostJoin(LaunchIndex):
                 for i in ops:
                     self._apply(i, args, result)
         # Keyed by event index: the two ranges never share a key.
-        for n in ("own", "failed", "pre", "comm_kernels", "comm_scopes"):
+        for n in ("names", "own", "failed", "pre", "comm_kernels", "comm_scopes"):
             getattr(self, n).update(st[n])
         self.recognized |= st["recognized"]
 
@@ -363,6 +408,8 @@ class _Placer:
         self.comm_groups: dict[int, list[int]] = {}
         """Sizing scope (or the kernel itself, sized by its own args) -> its collective kernels."""
         self._label_cache: dict[tuple[Any, ...], Label] = {}
+        self._plain: dict[str | None, Label] = {}
+        """Op name -> the label of a costed kernel it launched (no reason, no collective)."""
 
     def label(self, op: int | None, reason: str | None = None, comm_op: str | None = None) -> Label:
         """The (shared) label dict of an event launched by ``op`` with no cost for ``reason``."""
@@ -378,6 +425,8 @@ class _Placer:
             if reason is not None:
                 got[evs.NOT_COSTED] = reason
             got = self._label_cache[key] = got
+            if reason is None and comm_op is None:
+                self._plain[name] = got
         return got
 
     def _reason(self, launch: int) -> str:
@@ -397,7 +446,7 @@ class _Placer:
         """Costs by event index; fills the join's :attr:`~CostJoin.labels` and stats."""
         join, stats, costs, labels = self.join, self.join.stats, self.costs, self.labels
         own, parent, shadowed, pres = join.own, self.parent, self.shadowed, join.pre
-        groups: dict[int, list[int]] = {}  # costed op -> its kernels, in index order
+        groups: dict[int, int | list[int]] = {}  # costed op -> its kernel, or its kernels in index order
         served: set[int] = set()  # costed ops whose work other events carry (launch args, copies, collectives)
         special = pres.keys() | join.comm_kernels.keys() | join.copies.keys()
         without = 0
@@ -413,7 +462,9 @@ class _Placer:
                 if target is not None and (target not in shadowed or target == launch):
                     g = groups.get(target)
                     if g is None:
-                        groups[target] = [k]
+                        groups[target] = k  # most ops launch one kernel: a list only for a second
+                    elif type(g) is int:
+                        groups[target] = [g, k]
                     else:
                         g.append(k)
                 else:
@@ -436,29 +487,30 @@ class _Placer:
         stats.kernels_without_launch += without
         self._split_comm()
         costed = 0
+        names, by_name = join.names, self._plain  # the launch_op label of each op name, looked up once
         for i, cost in join.own.items():
             ks = groups.get(i)
-            if i in self.shadowed and ks is None:
-                continue
-            if ks is not None:
-                self._split(i, cost, ks)
-            elif i in served:
-                continue
-            else:
+            if ks is None:
+                if i in shadowed or i in served:
+                    continue
                 costs[i] = cost
+            elif type(ks) is int:  # _split's common case, inlined
+                k = ks
+                costs[k] = cost
+                name = names.get(i)
+                label = by_name.get(name)
+                labels[k] = label if label is not None else self.label(i)
+            else:
+                self._split(i, cost, ks)
             costed += 1
         stats.ops_costed = costed
         join.labels = labels
         return costs
 
     def _split(self, op: int, cost: EventCost, ks: list[int]) -> None:
-        """Put ``cost`` on the kernels ``ks`` of ``op``, in proportion to their durations
+        """Put ``cost`` on the kernels ``ks`` (two or more) of ``op``, in proportion to their durations
         (:func:`split_shares`, in ns; equal shares when none has a duration)."""
         label = self.label(op)
-        if len(ks) == 1:
-            self.costs[ks[0]] = cost
-            self.labels[ks[0]] = label
-            return
         self.join.stats.ops_with_several_kernels += 1
         kernels = self.join.kernels
         w = [max(0, round(kernels[k][2] * 1000)) for k in ks]

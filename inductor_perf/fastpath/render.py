@@ -86,22 +86,26 @@ def args_inline(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: 
     is finite), ``roof`` from :func:`binding_roof`. Same arithmetic, in the same order, as :func:`roofline.classify`
     (tests/unit/test_fast_path.py checks it against classify on a sweep)."""
     a = dict(head)
-    a[evs.ACHIEVED_TFLOPS] = flops / (dur_us * 1e6)
-    a[evs.ACHIEVED_GBPS] = nbytes / (dur_us * 1e3)
+    a.update(achieved_inline(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs, roof))
+    a.update(tail)
+    return a
+
+
+def achieved_inline(flops: int, nbytes: int, dur_us: float, peak_tflops: float, bandwidth_gbs: float,
+                    roof: str | None) -> dict[str, Any]:
+    """The args of :func:`args_inline` that depend on the event: the achieved rates and fractions of
+    peak, and the bound."""
     # classify's own expressions (FLOP/µs/1e6 = TFLOP/s, B/µs/1e3 = GB/s), for identical floats
     flops_pct = 100.0 * (flops / dur_us / 1e6) / peak_tflops
     bandwidth_pct = 100.0 * (nbytes / dur_us / 1e3) / bandwidth_gbs
-    a[evs.ACHIEVED_FLOPS_PCT] = flops_pct
-    a[evs.ACHIEVED_BANDWIDTH_PCT] = bandwidth_pct
     if roof is None:
         bound = "latency"  # nothing measurable done in a measured time: pure overhead
     else:
         pct = flops_pct if roof == "compute" else bandwidth_pct
         small = dur_us < _LATENCY_US or nbytes < _LATENCY_BYTES
         bound = "latency" if pct < _LATENCY_PCT and small else roof
-    a[evs.ROOFLINE_BOUND] = bound
-    a.update(tail)
-    return a
+    return {evs.ACHIEVED_TFLOPS: flops / (dur_us * 1e6), evs.ACHIEVED_GBPS: nbytes / (dur_us * 1e3),
+            evs.ACHIEVED_FLOPS_PCT: flops_pct, evs.ACHIEVED_BANDWIDTH_PCT: bandwidth_pct, evs.ROOFLINE_BOUND: bound}
 
 
 def args_close(raw: bytes, ev: dict, s0: int, e0: int) -> int:
@@ -116,12 +120,18 @@ def args_close(raw: bytes, ev: dict, s0: int, e0: int) -> int:
     close = raw.rfind(b"}", s0, e0 - 1)
     if close <= s0 or raw[close + 1:e0 - 1].strip():
         return -1
-    # The object ending there must be the value of a last `"args":` member and parse to the same
-    # dict (a duplicated key or a nested "args" fails this and the event is re-encoded instead).
+    # The object ending there must be the value of a last `"args":` member.
     k = raw.rfind(b'"args"', s0, close)
     m = _ARGS_MEMBER.match(raw, k) if k > s0 and raw[k - 1] != 0x5C else None
     if m is None:
         return -1
+    if raw.find(b"}", m.end(), close) < 0:
+        # A key (its quote is not escaped, and a string's closing quote is never followed by a
+        # letter) whose object holds no "}" before `close` ends at `close`: it is the event's last
+        # member, the args JSON keeps.
+        return close
+    # Else it must parse to the same dict (a nested or duplicated "args" key fails this and the
+    # event is re-encoded instead).
     try:
         same = orjson.loads(raw[m.end() - 1:close + 1]) == args
     except orjson.JSONDecodeError:
@@ -142,10 +152,10 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
     peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is Roofs else {}
     bandwidth = device_bandwidth(device)
     enc = tf._encoder()
-    static: dict[int, tuple[EventCost, dict[str, Any], dict[str, Any], int, int]] = {}
-    roofs: dict[tuple[int, float], str | None] = {}
-    # The inline roofline is used where no ratio can overflow or underflow to 0 (classify's
-    # _finite() checks are then no-ops); anything else goes through classify itself.
+    from orjson import dumps  # for the achieved numbers alone: floats and a str, which it always encodes
+
+    static: dict[int, tuple] = {}  # id(cost) -> hbm_entry(cost), which holds the cost
+    on_device: dict[str, bool] = {}  # event category -> whether the device's roofs apply to it
     bw_ok = bandwidth is not None and _IN_RANGE[0] <= bandwidth <= _IN_RANGE[1]
     scope_cats = evs.CPU_SCOPE_CATS
     labels = labels or {}
@@ -153,38 +163,38 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
 
     def spliced(ev: dict, cost: EventCost | None, label: Mapping[str, Any] | None) -> bytes:
         """Our args for ``ev`` as the bytes to insert before its args' closing brace."""
-        args = ev["args"]
         if cost is None:
             astats.events_labelled += 1
             got = label_bodies.get(id(label))
             if got is None:
-                got = label_bodies[id(label)] = (label, enc(label))
-            body = got[1]
+                got = label_bodies[id(label)] = (label, enc(label)[1:-1])
+            inside = got[1]
         elif cost.comm is not None or (cost.memory_roof is not None and cost.memory_roof != "hbm"):
-            body = enc(other_roof_args(ev, cost, label, device, astats))
+            inside = enc(other_roof_args(ev, cost, label, device, astats))[1:-1]
         else:
-            body = enc(on_hbm(ev, cost, label))
-        # body is "{...}": its inside goes in, after a comma unless the event's args are empty
-        return body[1:-1] if not args else b"," + body[1:-1]
+            inside = on_hbm(ev, cost, label)
+        # after a comma unless the event's args are empty
+        return b"," + inside if ev["args"] else inside
 
-    def on_hbm(ev: dict, cost: EventCost, label: Mapping[str, Any] | None) -> dict[str, Any]:
-        """The args of a cost measured against the device's peaks and memory bandwidth."""
+    def on_hbm(ev: dict, cost: EventCost, label: Mapping[str, Any] | None) -> bytes:
+        """The args of a cost measured against the device's peaks and memory bandwidth, encoded
+        without the braces. What does not depend on the event is worked out and encoded once per
+        cost (and label): the same bytes as encoding the whole dict, since orjson writes
+        ``{"k":v,...}`` compactly."""
         entry = static.get(id(cost))
         if entry is None:
-            head, tail = static_args(cost)
-            entry = static[id(cost)] = (cost, head, tail, int(cost.flops),
-                                        int(cost.bytes_read) + int(cost.bytes_written))
-        _c, head, tail, flops, nbytes = entry
+            entry = static[id(cost)] = hbm_entry(cost)
+        _c, head, tail, flops, nbytes, head_b, peak, roof, inline, tails = entry
         cat = ev.get("cat")
-        use_device = device is not None and not (isinstance(cat, str) and cat.lower() in scope_cats)
-        peak = None
-        if use_device:
-            key = (cost.dtype, cost.matmul_flops > 0)
-            if key not in peak_cache:
-                peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
-            peak = peak_cache[key]
-            if peak is not None:
-                astats.peaks_known = True
+        use_device = on_device.get(cat) if type(cat) is str else None
+        if use_device is None:
+            use_device = device is not None and not (isinstance(cat, str) and cat.lower() in scope_cats)
+            if type(cat) is str and len(on_device) < 256:
+                on_device[cat] = use_device
+        if not use_device:
+            peak = None
+        elif peak is not None:
+            astats.peaks_known = True
         dur = ev.get("dur")
         if type(dur) is not float or not dur > 0.0 or dur - dur != 0.0:
             dur = evs.number(dur)
@@ -192,19 +202,36 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
                 astats.nonpositive_dur += 1
                 dur = None
         astats.events_augmented += 1
-        if (dur is not None and peak is not None and bw_ok and use_device and 0 <= flops < _SAFE_INT
-                and 0 <= nbytes < _SAFE_INT and _IN_RANGE[0] <= dur <= _IN_RANGE[1]
-                and _IN_RANGE[0] <= peak <= _IN_RANGE[1]):
-            rkey = (id(cost), peak)
-            roof = roofs.get(rkey, roofs)
-            if roof is roofs:
-                roof = roofs[rkey] = binding_roof(flops, nbytes, peak, bandwidth)
-            a = args_inline(head, tail, flops, nbytes, dur, peak, bandwidth, roof)
-        else:
-            a = args_for(head, tail, flops, nbytes, dur, peak, bandwidth if use_device else None)
+        if inline and use_device and dur is not None and _IN_RANGE[0] <= dur <= _IN_RANGE[1]:
+            tail_b = tails.get(id(label))
+            if tail_b is None:
+                after = {**tail, **label} if label else tail  # label keys are never cost keys
+                tail_b = tails[id(label)] = b"," + enc(after)[1:-1] if after else b""
+            return head_b + dumps(achieved_inline(flops, nbytes, dur, peak, bandwidth, roof))[1:-1] + tail_b
+        a = args_for(head, tail, flops, nbytes, dur, peak, bandwidth if use_device else None)
         if label:
             a.update(label)
-        return a
+        return enc(a)[1:-1]
+
+    def hbm_entry(cost: EventCost) -> tuple:
+        """What :func:`on_hbm` needs of ``cost`` whatever the event: its static args (and those
+        before the achieved ones encoded), its peak on the device, the roof that binds it, whether
+        the inline roofline takes it (given a duration in range), and its encoded tails by label."""
+        head, tail = static_args(cost)
+        flops, nbytes = int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written)
+        peak = roof = None
+        if device is not None:
+            key = (cost.dtype, cost.matmul_flops > 0)
+            if key not in peak_cache:
+                peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
+            peak = peak_cache[key]
+        # The inline roofline is used where no ratio can overflow or underflow to 0 (classify's
+        # _finite() checks are then no-ops); anything else goes through classify itself.
+        inline = (peak is not None and bw_ok and 0 <= flops < _SAFE_INT and 0 <= nbytes < _SAFE_INT
+                  and _IN_RANGE[0] <= peak <= _IN_RANGE[1])
+        if inline:
+            roof = binding_roof(flops, nbytes, peak, bandwidth)
+        return (cost, head, tail, flops, nbytes, enc(head)[1:-1] + b",", peak, roof, inline, {})
 
     def reencoded(ev: dict, cost: EventCost | None, label: Mapping[str, Any] | None) -> bytes:
         return enc(augment_event(ev, cost, device, True, peak_cache, bandwidth, astats, label))

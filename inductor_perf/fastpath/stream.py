@@ -37,7 +37,7 @@ parts. (The size at which :func:`augment.augment_file` picks this engine, too.)"
 
 _JOIN_SHARE = 0.47
 """The worker's share of the events to parse: a little under half, since it also pickles its index."""
-_WRITE_SHARE = 0.57
+_WRITE_SHARE = 0.59
 """The worker's share of the augmented events to write."""
 _WRITE_SHARE_GZ = 0.53
 """The same for ``.gz`` output, where compressing dominates the write."""

@@ -306,6 +306,14 @@ def test_spliced_and_reencoded_events_match_full_path(kernel, tmp_path):
     # args holding an "args" member of its own.
     '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
     '"args":{"correlation":9,"args":{"n":1}}}',
+    # a brace inside a string of the args, and an "args" key quoted inside a string.
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
+    '"args":{"correlation":9,"s":"a}b"}}',
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
+    '"args":{"correlation":9,"s":"\\"args\\":{"}}',
+    # the args key written with an escape, an "args" member inside it.
+    '{"ph":"X","cat":"kernel","name":"k","pid":0,"tid":7,"ts":30,"dur":4,'
+    '"\\u0061rgs":{"correlation":9,"args":{"n":1}}}',
 ])
 def test_splice_checks_which_object_it_extends(kernel, tmp_path):
     text = '{"traceEvents":[\n%s]}' % ",\n".join([_OP % ('"aten::mm"', ""), _runtime(9), kernel])
