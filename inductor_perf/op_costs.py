@@ -130,6 +130,8 @@ def _op_role(name: str) -> str:
     if name.startswith(TBE_PREFIXES):
         return _TBE if wanted else _TBE_NO_COST
     return _COSTED if wanted else _NO_COST
+
+
 _SHAPE_KEYS = ("Input Dims", "Input type", "Concrete Inputs", "Input Strides")
 
 
@@ -140,8 +142,8 @@ class CostJoin(LaunchIndex):
     ``i`` again (see :class:`~inductor_perf.launch_join.LaunchIndex`).
     """
 
-    _STATE = LaunchIndex._STATE + ("names", "own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes", "pending",
-                                   "tbe_forwards", "tbe_backwards")
+    _STATE = LaunchIndex._STATE + ("names", "own", "failed", "recognized", "pre", "comm_kernels", "comm_scopes",
+                                   "pending", "tbe_forwards", "tbe_backwards")
     _COUNTS = LaunchIndex._COUNTS + ("triton_costed",)
 
     def __init__(self, load: Callable[[int], Any]) -> None:
