@@ -15,8 +15,9 @@ Explicit::
     print(p.result.summary_text)
 
 Either way the trace is joined to the compile-time tags, augmented, summarized, and written as
-``<dir>/<name>.trace.json.gz``, ``<name>.summary.txt`` and ``<name>.summary.json``, atomically; one
-line on stderr says where. Nothing here may break the user's run: every failure is a warning.
+``<dir>/<name>.trace.json.gz``, ``<name>.summary.txt``, ``<name>.summary.json`` and the page
+``<name>.report.html`` (roofline and tables), atomically; one line on stderr says where. Nothing
+here may break the user's run: every failure is a warning.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ class CaptureResult:
     trace_path: str | None = None
     summary_txt_path: str | None = None
     summary_json_path: str | None = None
+    report_path: str | None = None
+    """The HTML page (roofline and tables); None when it could not be written (a warning says why)."""
     summary: Any = None
     summary_text: str = ""
     warnings: list[str] = field(default_factory=list)
@@ -75,7 +78,7 @@ def _rank() -> tuple[int | None, int | None]:
             int(world) if world and world.isdigit() else None)
 
 
-_OUTPUT_SUFFIXES = (".trace.json.gz", ".summary.txt", ".summary.json")
+_OUTPUT_SUFFIXES = (".trace.json.gz", ".summary.txt", ".summary.json", ".report.html")
 
 
 def _reserve_base(out_dir: str, name: str | None) -> str:
@@ -158,7 +161,22 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     write_atomic(result.summary_txt_path, lambda f: f.write((text + "\n").encode()))
     write_atomic(result.summary_json_path,
                  lambda f: f.write((json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()))
+    result.report_path = _write_page(augmented, base, device, summary, result.warnings)
     return result
+
+
+def _write_page(trace: dict, base: str, device: Any, summary: Any, warnings: list[str]) -> str | None:
+    """``<base>.report.html`` from the summary already made; a failure warns once (the log and
+    ``warnings``) and costs none of the other outputs."""
+    from .report_html import write_report
+
+    path = base + ".report.html"
+    try:
+        return write_report(trace, path, device=device, summary=summary, title=os.path.basename(base))
+    except Exception as e:  # the trace and summaries are written: the page is a bonus
+        log.warning("inductor_perf: could not write the report page %s (%s: %s)", path, type(e).__name__, e)
+        warnings.append(f"no report page: {type(e).__name__}: {e}")
+        return None
 
 
 def _headline_dtype(costs: Any, on_gpu: bool) -> str:
@@ -297,8 +315,9 @@ class _Window:
                 _release(base)
             result.steps = self.steps
             self.result = result
+            page = "/.report.html" if result.report_path else ""
             print(f"inductor_perf: wrote {result.trace_path} and {os.path.basename(base)}"
-                  f".summary.txt/.json ({result.events_tagged} kernel events tagged)", file=sys.stderr)
+                  f".summary.txt/.json{page} ({result.events_tagged} kernel events tagged)", file=sys.stderr)
             return result
         except Exception as e:  # full disk, unwritable dir, a bad trace: warn, never raise
             if base is not None:  # no partial set of files: remove what was written

@@ -111,6 +111,11 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("trace", help="trace file or directory")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.set_defaults(func=_cmd_summary)
+    p = sub.add_parser("report", help="a self-contained HTML page (roofline chart and the summary's tables) "
+                                      "of a trace, or of every trace in a directory")
+    p.add_argument("trace", help="trace file (.json or .json.gz, raw or augmented) or directory")
+    p.add_argument("-o", "--output", help="output path (default: <input stem>.report.html beside the input)")
+    p.set_defaults(func=_cmd_report)
     p = sub.add_parser("diff", help="compare two traces (eager vs compiled, or two compiled runs)")
     p.add_argument("a")
     p.add_argument("b")
@@ -149,6 +154,10 @@ class _Ticker:
             self._thread.start()
         return self
 
+    def set(self, stage: str) -> None:
+        """Show ``stage`` from now on (a callback for the long steps)."""
+        self.stage = stage
+
     def _run(self) -> None:
         while not self._stop.wait(self.EVERY):
             if self.stage:
@@ -162,59 +171,29 @@ class _Ticker:
 
 
 def _cmd_summary(args: argparse.Namespace) -> int:
-    import glob
     import json
-    import os
 
-    from .augment import device_from_trace
     from .report import format_summary
-    from .summary import summarize
-    from .summary_raw import with_costs
-    from .trace_format import load_trace
+    from .summary_files import summarize_path, trace_files
 
-    path = args.trace
-    if os.path.isdir(path):
-        # Our own <name>.summary.json files sit beside the traces: they are outputs, not inputs.
-        files = sorted({f for pat in ("*.json", "*.json.gz") for f in glob.glob(os.path.join(path, pat))
-                        if not f.endswith((".summary.json", ".summary.json.gz"))})
-        if not files:
-            raise InductorPerfError(f"{path}: no *.json or *.json.gz trace files in this directory")
-    elif os.path.exists(path):
-        files = [path]
-    else:
-        raise InductorPerfError(f"{path}: no such file or directory; expected a trace file or a directory of traces")
-
-    summaries = []
+    single = len(trace_files(args.trace)) == 1
     with _Ticker() as tick:
-        for n, f in enumerate(files, 1):
-            which = os.path.basename(f) + (f" ({n} of {len(files)})" if len(files) > 1 else "")
-            tick.stage = f"loading {which}"
-            try:
-                trace = load_trace(f)
-            except InductorPerfError as e:
-                if len(files) == 1:
-                    raise
-                log.warning("skipping %s: %s", f, e)
-                continue
-            tick.stage = f"summarizing {which}"
-            label = os.path.basename(f)
-            dist = trace.get("distributedInfo")
-            if isinstance(dist, dict) and "rank" in dist:
-                label += f" (rank {dist.get('rank')} of {dist.get('world_size', '?')})"
-            # GPU traces name their device; CPU traces may come from another machine: no guess.
-            device, device_note = device_from_trace(trace)
-            # A raw trace is costed here, in memory, by augment's own code (same numbers).
-            trace, costs_note = with_costs(trace, device)
-            summaries.append(summarize(trace, device=device, label=label, device_note=device_note,
-                                       costs_note=costs_note))
-            del trace
-    if not summaries:
-        raise InductorPerfError(f"{path}: none of the {len(files)} JSON files is a readable trace")
+        summaries = [ct.summary for ct in summarize_path(args.trace, stage=tick.set)]
     if args.format == "json":
         docs = [s.to_dict() for s in summaries]
-        print(json.dumps(docs[0] if len(files) == 1 else docs, indent=2, allow_nan=False, sort_keys=True))
+        print(json.dumps(docs[0] if single else docs, indent=2, allow_nan=False, sort_keys=True))
     else:
         print("\n".join(format_summary(s, args.format) for s in summaries), end="")
+    return 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from .report_html import default_report_path, write_report
+
+    out = args.output or default_report_path(args.trace)
+    with _Ticker() as tick:
+        write_report(args.trace, out, stage=tick.set)
+    print(f"inductor-perf: wrote {out}", file=sys.stderr)
     return 0
 
 

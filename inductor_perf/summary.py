@@ -111,6 +111,7 @@ class _KernelAcc(_Acc):
     bound: defaultdict[str, float] = field(default_factory=_weights)
     source: defaultdict[str, float] = field(default_factory=_weights)
     module: defaultdict[str, float] = field(default_factory=_weights)
+    dtype: defaultdict[str, float] = field(default_factory=_weights)
 
 
 class _Totals:
@@ -171,7 +172,8 @@ class _Totals:
             if v is not None:
                 pct[0] += v * k.dur
                 pct[1] += k.dur
-        for key, weights in ((evs.ROOFLINE_BOUND, a.bound), (evs.SOURCE, a.source), (evs.MODULE_PATH, a.module)):
+        for key, weights in ((evs.ROOFLINE_BOUND, a.bound), (evs.SOURCE, a.source), (evs.MODULE_PATH, a.module),
+                             (evs.KERNEL_DTYPE, a.dtype)):
             v = k.args.get(key)
             if isinstance(v, str) and v:
                 weights[v] += k.dur
@@ -224,7 +226,7 @@ def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo, top:
             mean_us=_r(a.time / a.count), share_of_busy_pct=None,
             flop=a.flop, gb=_g(a.gb), achieved_tflops=tflops, achieved_gbps=gbps,
             flops_pct=_r(fpct), bandwidth_pct=_r(bpct), bound=_dominant(a.bound),
-            source=_dominant(a.source), module_path=_dominant(a.module)))
+            source=_dominant(a.source), module_path=_dominant(a.module), dtype=_dominant(a.dtype)))
     rows.sort(key=lambda r: (-r.total_us, r.name))
     for r in rows[:top]:
         r.share_of_busy_pct = _pct(_union_us(table[r.name].members), busy)
@@ -348,7 +350,7 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         achieved_tflops=achieved_tflops, achieved_gbps=achieved_gbps, peak=peak,
         flops_pct_of_peak=_pct(achieved_tflops, peak.peak_tflops),
         bandwidth_pct_of_peak=_pct(achieved_gbps, peak.mem_bandwidth_gbs),
-        top_kernels=rows[:top], distinct_kernels=len(rows),
+        top_kernels=rows[:top], distinct_kernels=len(rows), all_kernels=rows,
         modules=_group_rows(totals.modules, busy, top), distinct_modules=len(totals.modules),
         lines=_group_rows(totals.lines, busy, top), distinct_lines=len(totals.lines),
         gaps=gap_rows[:top], gap_count=len(gap_rows), idle_by_host=idle_rows[:top],

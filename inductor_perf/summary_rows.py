@@ -8,7 +8,7 @@ their ``to_dict()`` (strict JSON: non-finite floats become None).
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Mapping
 
 from . import events as evs
@@ -37,6 +37,8 @@ class KernelRow:
     bound: str | None
     source: str | None
     module_path: str | None
+    dtype: str | None = None
+    """The dtype whose roof the kernel is judged against (``kernel_dtype``, time-weighted)."""
 
 
 @dataclass
@@ -146,11 +148,16 @@ class Summary:
     steps: list[Any] = field(default_factory=list)
     """:class:`inductor_perf.summary_steps.StepRow`, one per ``ProfilerStep#N``, in time order."""
     slowest_step: str | None = None
+    all_kernels: list[KernelRow] = field(default_factory=list, repr=False)
+    """Every kernel row, most time first (``top_kernels`` is its head), for the report page's
+    roofline; left out of ``to_dict()`` so the JSON summary keeps its size."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; non-finite floats become None."""
+        d = asdict(replace(self, all_kernels=[]))
+        del d["all_kernels"]
         # Every dict in a Summary is keyed by str, so strict_json's keys are already JSON keys.
-        return evs.strict_json(asdict(self))
+        return evs.strict_json(d)
 
 
 # --- Row values -------------------------------------------------------------------------------------

@@ -131,6 +131,8 @@ def test_mlp_files_written_and_announced(mlp_run):
     assert len(traces) == 1
     base = traces[0][: -len(".trace.json.gz")]
     assert os.path.exists(base + ".summary.txt") and os.path.exists(base + ".summary.json")
+    with open(base + ".report.html") as f:
+        assert f.read().count("data-kernel=") > 0  # the page, with its roofline
     assert traces[0] in proc.stderr  # one line on stderr says where
     assert not glob.glob(str(out / ".*"))  # no temporary leftovers
 
