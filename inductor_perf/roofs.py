@@ -200,7 +200,7 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
         why.append(f"counted bytes exceed what moved through {mem.level}: its rate is within the {f.level} roof "
                    f"({100.0 * ach_gbps / f.gbps:.0f} %), so part of its data was served from {f.level}{ws} — "
                    "inputs read more than once, or left there by the kernel before")
-    if mem.source.startswith("estimate") or mem.source in ("computed", "datasheet"):
+    if mem.source.startswith("estimate") or mem.source == "computed":  # a datasheet figure is no estimate
         why.append(f"the {mem.level} roof is an estimate ({mem.gbps:.0f} GB/s, {mem.source.split(';')[0]}): "
                    "`inductor-perf calibrate` measures it")
     return why
