@@ -15,6 +15,7 @@ import datetime as _dt
 import hashlib
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from . import config
+from .cpu_caches import CacheLevel, read_caches
 from .cpu_peaks import cpu_model_name
 from .errors import DeviceSpecError, InductorPerfError
 from .trace_format import write_atomic
@@ -41,6 +43,25 @@ class Measurement:
     seconds: float
     measured_at: str
     details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def cache_roofs(self) -> tuple[tuple[str, float, int, str], ...]:
+        """(level, GB/s, capacity bytes, source) per measured cache level (``details["cache_levels"]``,
+        written by :func:`calibrate` on CPU), smallest first; () for a GPU or a cache file written before
+        levels were measured. An entry that is not a positive finite figure is left out."""
+        out = []
+        for row in self.details.get("cache_levels") or ():
+            try:
+                level, gbps, cap = str(row["level"]), float(row["gbps"]), int(row["capacity_bytes"])
+                buf, threads = int(row["buffer_bytes_per_thread"]), int(row["threads"])
+                how = (f": {float(row['gbps_all_threads']):.0f} GB/s on {threads} threads together, "
+                       f"{float(row['gbps_one_thread']):.0f} on one" if "gbps_one_thread" in row else "")
+            except (KeyError, TypeError, ValueError):
+                log.info("ignoring a malformed cache level in the calibration: %r", row)
+                continue
+            if math.isfinite(gbps) and gbps > 0 and cap > 0:
+                out.append((level, gbps, cap, f"measured at {self.measured_at}: read of {buf // 1024} KiB "
+                                              f"per thread{how}"))
+        return tuple(sorted(out, key=lambda r: r[2]))
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": CACHE_VERSION, "key": dict(self.key), "gemm_tflops": dict(self.gemm_tflops),
@@ -148,11 +169,97 @@ def _gemm_sizes(device_type: str) -> tuple[int, ...]:
     return (512, 1024) if device_type == "cpu" else (4096, 8192)
 
 
-def calibrate(device_type: str = "cpu", seconds: float = 5.0, *, index: int = 0,
-              gemm_n: int | None = None, copy_mib: int | None = None) -> Measurement:
-    """Measure GEMM TFLOP/s (float32, and bfloat16 where supported) and copy/add GB/s.
+# Bytes each timed call reads per thread when measuring a cache level: enough that one call runs for
+# a few hundred microseconds (far above the ~1 µs an op costs to dispatch), few enough for many calls.
+_CACHE_READ_BYTES_PER_CALL = 32 << 20
 
-    The budget is split: half to GEMMs, half to memory. Does not write the cache (see :func:`save`).
+
+def cache_buffer_bytes(levels: tuple[CacheLevel, ...], threads: int) -> dict[str, int]:
+    """Bytes per thread each level is measured on: half the level's share per thread (it fits, with
+    room for the rest of the process), at most 4x the previous level's share (a shared last-level
+    cache of a server or VM is shared with other cores and tenants; 4x the private L2 surely misses
+    L2 and is the size a kernel placed at L3 has), and at least 2x the previous level's share (so the
+    previous level cannot hold it). A level whose share cannot be both is left out.
+
+    >>> l1 = CacheLevel(1, "Data", 48 << 10, 1, 2, "x"); l2 = CacheLevel(2, "Unified", 2 << 20, 1, 2, "x")
+    >>> {k: v >> 10 for k, v in cache_buffer_bytes((l1, l2), 2).items()}  # KiB: 48/2; min(1024, 4x48)
+    {'L1': 24, 'L2': 192}
+    """
+    out: dict[str, int] = {}
+    prev = 0
+    for lv in levels:
+        share = lv.capacity_for(threads) // max(1, threads)
+        size = share // 2 if not prev else min(share // 2, 4 * prev)
+        if size >= 2 * prev and size >= 4096:
+            out[lv.name] = size - size % 64
+        else:
+            log.info("not measuring %s: %d bytes per thread cannot exceed the previous level's %d", lv.name,
+                     share, prev)
+        prev = share
+    return out
+
+
+def _read_rate(threads: int, numel: int, budget_s: float) -> float:
+    """Best bytes/s of reading a ``numel``-float buffer per thread over and over: one sum over a
+    stride-0 repeated view reads the same (cache-resident) buffer many times in a single call, each
+    thread its own buffer (the sum is split over its outputs, one row of buffers per thread)."""
+    import torch
+
+    repeat = max(2, _CACHE_READ_BYTES_PER_CALL // (numel * 4))
+    x = torch.ones(threads, numel)
+    view = x[:, None, :].expand(threads, repeat, numel)
+    out = torch.empty(threads, repeat)
+    return _best_rate(lambda: torch.sum(view, dim=2, out=out), lambda: None, 4.0 * threads * repeat * numel,
+                      budget_s)
+
+
+def _cache_bandwidths(levels: tuple[CacheLevel, ...], budget_s: float) -> list[dict[str, Any]]:
+    """Read GB/s of each cache level as kernels use it: on all of torch's threads (Inductor's C++
+    kernels split any loop of 512+ iterations per thread over every thread).
+
+    The roof is the better of all threads together and ``threads`` x one thread. On an idle machine
+    the two agree (2 threads read L1 at 373 GB/s, one at 189; L2 268 and 136), but a run on all
+    threads waits for the slowest one at every call, so one busy core (another process) drags the
+    all-thread figure far below what the caches deliver (8.5 GB/s for L1 on a shared 2-core VM),
+    while one thread finds a free core. Each thread has its own path to every cache level, so the
+    product is what the level delivers with every core in use; an overestimate only makes the roof
+    looser, an underestimate would put kernels above it. Main memory, which a few cores saturate, is
+    measured on all threads only (:func:`calibrate`)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    sizes = cache_buffer_bytes(levels, threads)
+    rows: list[dict[str, Any]] = []
+    each = budget_s / max(1, len(sizes))
+    for lv in levels:
+        if lv.name not in sizes:
+            continue
+        numel = sizes[lv.name] // 4
+        all_rate = _read_rate(threads, numel, each * 2 / 3)
+        prev = torch.get_num_threads()
+        try:
+            torch.set_num_threads(1)
+            one_rate = _read_rate(1, numel, each / 3)
+        finally:
+            torch.set_num_threads(prev)
+        rows.append({"level": lv.name, "gbps": max(all_rate, threads * one_rate) / 1e9,
+                     "gbps_all_threads": all_rate / 1e9, "gbps_one_thread": one_rate / 1e9,
+                     "buffer_bytes_per_thread": numel * 4, "threads": threads,
+                     "capacity_bytes": lv.capacity_for(threads), "size_bytes": lv.size_bytes,
+                     "shared_cpus": lv.shared_cpus, "sizes_from": lv.source})
+        log.info("calibrate: %s read %.1f GB/s on %d thread(s) together, %.1f GB/s on one, %d KiB per thread",
+                 lv.name, all_rate / 1e9, threads, one_rate / 1e9, numel * 4 // 1024)
+    return rows
+
+
+def calibrate(device_type: str = "cpu", seconds: float = 5.0, *, index: int = 0,
+              gemm_n: int | None = None, copy_mib: int | None = None,
+              cache_levels: tuple[CacheLevel, ...] | None = None) -> Measurement:
+    """Measure GEMM TFLOP/s (float32, and bfloat16 where supported), copy/add GB/s and, on CPU, the
+    read GB/s of each cache level (``cache_levels``, default :func:`~inductor_perf.cpu_caches.read_caches`).
+
+    The budget is split: half to GEMMs, half to memory; the cache levels take a fifth of it on top.
+    Does not write the cache (see :func:`save`).
     """
     import torch
 
@@ -217,6 +324,9 @@ def calibrate(device_type: str = "cpu", seconds: float = 5.0, *, index: int = 0,
     del x, y, z
     details.update(copy_mib=mib, copy_gbs=copy_rate / 1e9, add_gbs=add_rate / 1e9,
                    threads=torch.get_num_threads())
+    if device_type == "cpu":
+        levels = read_caches() if cache_levels is None else tuple(cache_levels)
+        details["cache_levels"] = _cache_bandwidths(levels, seconds * 0.2)
     elapsed = time.perf_counter() - t_start
     log.info("calibrated %s in %.2f s: %s, %.1f GB/s", key.get("model"), elapsed, gemm,
              max(copy_rate, add_rate) / 1e9)

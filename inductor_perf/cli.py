@@ -97,6 +97,8 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     for name, v in m.gemm_tflops.items():
         print(f"GEMM {name:<10} {v:10.4f} TFLOP/s")
     print(f"memory bandwidth  {m.mem_bandwidth_gbs:10.1f} GB/s (best of copy and add)")
+    for level, gbps, cap, _ in m.cache_roofs():
+        print(f"{level} read         {gbps:10.1f} GB/s (working sets up to {cap / 1024:,.0f} KiB)")
     print(f"cached in {path}; used for peak_source 'measured' from now on")
     return 0
 

@@ -127,6 +127,11 @@ class DeviceSpec:
     ``host_link_gbs``: the link to the host (PCIe x16: Gen3 15.75, Gen4 31.5, Gen5 63; NVLink-C2C);
     ``interconnect_gbs``: GPU-to-GPU, all links of one GPU together (NVLink, Infinity Fabric);
     vendors print both directions summed, so the row stores half and its note says so.
+
+    ``cache_roofs``: CPU only, the bandwidth roof of each cache level as (level "L1"/"L2"/"L3", GB/s,
+    capacity in bytes as a kernel on the threads in use sees it, source: "measured at ..." or
+    "estimate: ..."), smallest first; main memory stays ``mem_bandwidth_gbs``. () for GPUs and where
+    the cache sizes are unknown (:mod:`inductor_perf.cpu_caches`, docs/roofline.md).
     """
 
     name: str
@@ -146,6 +151,7 @@ class DeviceSpec:
     mem_gb_variants: tuple[float, ...] = ()
     host_link_gbs: float | None = None
     interconnect_gbs: float | None = None
+    cache_roofs: tuple[tuple[str, float, int, str], ...] = ()
 
     def __post_init__(self) -> None:
         # The edge: rows may be built with torch.dtype keys (the public constructor always took
@@ -165,6 +171,7 @@ class DeviceSpec:
             "peak_source": self.peak_source,
             "arch": self.arch, "sm_count": self.sm_count, "mem_gb_variants": list(self.mem_gb_variants),
             "host_link_gbs": self.host_link_gbs, "interconnect_gbs": self.interconnect_gbs,
+            "cache_roofs": [list(r) for r in self.cache_roofs],
         }
 
 

@@ -27,7 +27,8 @@ from typing import Any, Mapping
 import torch
 
 from . import calibrate, config
-from .cpu_peaks import cpu_model_name, current_cpu_spec
+from .cpu_caches import estimate_roofs, read_caches
+from .cpu_peaks import cpu_model_name, current_cpu_spec, read_cpuinfo, read_max_freq_khz
 from .device_table import (BF16, DEVICE_TABLE, F16, F32, I8, PEAK_SOURCES, TF32, DeviceSpec,  # noqa: F401
                            PeakKey, _peaks, _tokens, dtype_name, matmul_peak_tflops, tf32_enabled,
                            vector_peak_tflops)
@@ -275,7 +276,7 @@ def _resolve_uncached(device_type: str, index: int, override: object | None) -> 
     if user is not None:
         return user
     if device_type == "cpu":
-        base: DeviceSpec | None = current_cpu_spec()
+        base: DeviceSpec | None = _with_cache_estimates(current_cpu_spec())
         cache_key = calibrate.machine_key("cpu")
     else:
         if name is None:
@@ -286,6 +287,14 @@ def _resolve_uncached(device_type: str, index: int, override: object | None) -> 
     if measured is not None:
         return apply_measurement(base, measured)
     return base
+
+
+def _with_cache_estimates(spec: DeviceSpec) -> DeviceSpec:
+    """``spec`` with estimated cache-level roofs (:func:`inductor_perf.cpu_caches.estimate_roofs`) for
+    the cache sizes this machine describes and the threads torch uses now."""
+    roofs = estimate_roofs(read_caches(), read_cpuinfo(), torch.get_num_threads(),
+                           max_freq_khz=read_max_freq_khz())
+    return dataclasses.replace(spec, cache_roofs=roofs)
 
 
 def apply_measurement(base: DeviceSpec | None, m: calibrate.Measurement) -> DeviceSpec:
@@ -299,7 +308,8 @@ def apply_measurement(base: DeviceSpec | None, m: calibrate.Measurement) -> Devi
         if isinstance(getattr(torch, name, None), torch.dtype) and value > 0:
             measured[name] = value
     kept = {} if base is None else {k: v for k, v in base.peak_tflops.items() if k not in measured}
-    note = (f"measured {', '.join(sorted(m.gemm_tflops))} GEMM and copy bandwidth at {m.measured_at} "
+    levels = "".join(f", {r[0]}" for r in m.cache_roofs())
+    note = (f"measured {', '.join(sorted(m.gemm_tflops))} GEMM, copy{levels} bandwidth at {m.measured_at} "
             f"({m.seconds:.1f} s budget)")
     if kept:
         note += f"; {', '.join(sorted(kept))} from {base.peak_source}"
@@ -315,6 +325,8 @@ def apply_measurement(base: DeviceSpec | None, m: calibrate.Measurement) -> Devi
         source_url=f"calibration cache ({calibrate.cache_path(m.key).name})", source_note=note,
         sparse_halved=(), peak_source="measured",
         host_link_gbs=getattr(base, "host_link_gbs", None), interconnect_gbs=getattr(base, "interconnect_gbs", None),
+        # Measured cache levels, else the base's estimates (a cache file from before levels were measured).
+        cache_roofs=m.cache_roofs() or (base.cache_roofs if base is not None else ()),
         device_type=str(m.key.get("device_type", base.device_type if base is not None else "cpu")))
 
 

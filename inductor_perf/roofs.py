@@ -10,11 +10,18 @@ puts one kernel against them. Torch-free (a DeviceSpec is plain data).
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Iterable
 
 MAIN_MEMORY = ("DRAM", "HBM")
 """Level names of a device's main memory (CPU: DRAM; GPU: HBM or GDDR, called HBM here)."""
+
+TIMER_FLOOR_US = 2.0
+"""Launches shorter than this are not timed reliably: a CPU op's profiler span includes entering and
+leaving the record_function (about a microsecond on the machines this was measured on), and the
+kernels' own work is then a fraction of the measured duration either way."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +76,15 @@ class Roofs:
         return {"device": self.device, "compute": [asdict(c) for c in self.compute],
                 "memory": [asdict(m) for m in self.memory], "note": self.note}
 
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Roofs":
+        """The inverse of :meth:`to_dict` (a report reading roofs back from JSON)."""
+        try:
+            return cls(d.get("device"), tuple(ComputeRoof(**c) for c in d.get("compute") or ()),
+                       tuple(MemoryRoof(**m) for m in d.get("memory") or ()), str(d.get("note") or ""))
+        except (TypeError, AttributeError) as e:
+            raise ValueError(f"roofs: expected the dict Roofs.to_dict() writes ({e})") from None
+
 
 @dataclass(frozen=True)
 class Placement:
@@ -90,10 +106,46 @@ def _key_name(k: Any) -> str:
     return str(k).removeprefix("torch.")
 
 
+def _cache_roofs(rows: Iterable[Any]) -> list[MemoryRoof]:
+    """A CPU's cache levels as MemoryRoofs, smallest capacity first; a malformed row, or a level no
+    larger than the one before it (no working set could be placed there), is left out."""
+    out: list[MemoryRoof] = []
+    for row in rows:
+        try:
+            level, gbps, cap, source = row
+            roof = MemoryRoof(str(level), float(gbps), int(cap), str(source))
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(roof.gbps) and roof.gbps > 0 and cap > 0:
+            out.append(roof)
+    out.sort(key=lambda m: m.capacity_bytes or 0)
+    kept: list[MemoryRoof] = []
+    for m in out:
+        if not kept or (m.capacity_bytes or 0) > (kept[-1].capacity_bytes or 0):
+            kept.append(m)
+    return kept
+
+
+def _levels_note(levels: list[MemoryRoof]) -> str:
+    """Where the cache roofs come from, in one phrase: calibrated at <date>, estimated, or both."""
+    if not levels:
+        return ""
+    names = "/".join(m.level for m in levels)
+    dates = sorted({d.group(1) for m in levels if (d := re.match(r"measured at (\S+): ", m.source))})
+    if dates and all(m.source.startswith("measured") for m in levels):
+        return f"; {names} read bandwidth calibrated at {', '.join(dates)}"
+    if all(m.source.startswith("estimate") for m in levels):
+        return (f"; {names} bandwidth estimated from cache sizes and clock (`inductor-perf calibrate` "
+                "measures them)")
+    return f"; {names}: " + ", ".join(
+        f"{m.level} {'calibrated' if m.source.startswith('measured') else 'estimated'}" for m in levels)
+
+
 def roofs_for(device: Any) -> Roofs | None:
     """The roofs of ``device`` (a DeviceSpec, or anything with ``name``, ``peak_tflops``,
-    ``mem_bandwidth_gbs``, optionally ``vector_tflops``, ``peak_source``, ``device_type``); None
-    without one."""
+    ``mem_bandwidth_gbs``, optionally ``vector_tflops``, ``peak_source``, ``device_type``,
+    ``cache_roofs``); None without one. A CPU's cache levels (``cache_roofs``) come before its DRAM
+    roof, smallest first; a GPU has its single HBM roof."""
     if device is None:
         return None
     source = getattr(device, "peak_source", None) or "datasheet"
@@ -104,28 +156,105 @@ def roofs_for(device: Any) -> Roofs | None:
             if isinstance(v, (int, float)) and v > 0:
                 compute.append(ComputeRoof(_key_name(k), float(v), unit, source))
     memory: list[MemoryRoof] = []
+    note = f"peaks: {source}"
     bw = getattr(device, "mem_bandwidth_gbs", None)
     if isinstance(bw, (int, float)) and bw > 0:
-        level = "DRAM" if getattr(device, "device_type", "cuda") == "cpu" else "HBM"
-        memory.append(MemoryRoof(level, float(bw), None, source))
-    return Roofs(getattr(device, "name", None), tuple(compute), tuple(memory),
-                 note=f"peaks: {source}")
+        cpu = getattr(device, "device_type", "cuda") == "cpu"
+        if cpu:
+            memory = _cache_roofs(getattr(device, "cache_roofs", None) or ())
+            note += _levels_note(memory)
+        memory.append(MemoryRoof("DRAM" if cpu else "HBM", float(bw), None, source))
+    return Roofs(getattr(device, "name", None), tuple(compute), tuple(memory), note=note)
+
+
+def _level_for(roofs: Roofs | None, working_set: float | None) -> MemoryRoof | None:
+    """The smallest level whose capacity holds ``working_set`` bytes; main memory when none does or
+    the working set is unknown."""
+    if roofs is None:
+        return None
+    if working_set is not None:
+        for m in roofs.memory:
+            if m.capacity_bytes is not None and working_set <= m.capacity_bytes:
+                return m
+    return roofs.main_memory()
+
+
+def _bytes(n: float) -> str:
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n / scale:.3g} {unit}"
+    return f"{n:.0f} B"
+
+
+def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set: float | None) -> list[str]:
+    """Why a memory-bound kernel can show above ``mem``'s roof, from what the numbers establish."""
+    why: list[str] = []
+    if working_set is None and len(roofs.memory) > 1:
+        why.append(f"launch count unknown: placed against {mem.level}, though its data may have stayed in a cache")
+    faster = [m for m in roofs.memory if m.capacity_bytes is not None and m.gbps > mem.gbps
+              and (mem.capacity_bytes is None or m.capacity_bytes < mem.capacity_bytes)]
+    within = [m for m in faster if ach_gbps <= m.gbps]
+    if within:
+        f = within[-1]  # the nearest faster level whose roof it stays under
+        ws = f" (working set {_bytes(working_set)}, {f.level} {_bytes(f.capacity_bytes or 0)})" if working_set else ""
+        why.append(f"counted bytes exceed what moved through {mem.level}: its rate is within the {f.level} roof "
+                   f"({100.0 * ach_gbps / f.gbps:.0f} %), so part of its data was served from {f.level}{ws} — "
+                   "inputs read more than once, or left there by the kernel before")
+    if mem.source.startswith("estimate") or mem.source == "computed":  # a datasheet figure is no estimate
+        why.append(f"the {mem.level} roof is an estimate ({mem.gbps:.0f} GB/s, {mem.source.split(';')[0]}): "
+                   "`inductor-perf calibrate` measures it")
+    return why
+
+
+def _above_roof_reason(roofs: Roofs, bound: str, mem: MemoryRoof | None, comp: ComputeRoof | None,
+                       pct: float, ach_gbps: float, working_set: float | None, mean_us: float | None) -> str:
+    """Why a kernel shows above its roof, each reason one the numbers establish (duration, working set
+    against the levels, the roof's source); "unexplained: ..." when none does."""
+    why: list[str] = []
+    if mean_us is not None and mean_us < TIMER_FLOOR_US:
+        why.append(f"its mean launch ({mean_us:.2f} µs) is shorter than the profiler times reliably "
+                   f"(~{TIMER_FLOOR_US:g} µs)")
+    if bound == "memory" and mem is not None:
+        why += _memory_reasons(roofs, mem, ach_gbps, working_set)
+    elif bound == "compute" and comp is not None:
+        if comp.source == "measured":
+            why.append(f"the {comp.dtype} {comp.unit} roof is calibrate's best GEMM rate, a lower bound of the "
+                       "peak, and this kernel ran faster")
+        elif comp.source != "user":
+            why.append(f"the {comp.dtype} {comp.unit} roof is {comp.source}, not measured: "
+                       "`inductor-perf calibrate` measures it")
+    if why:
+        return "; ".join(why)
+    roof = mem.level if bound == "memory" and mem is not None else "compute"
+    return (f"unexplained: {pct - 100.0:.0f} % above the {roof} roof ({(mem or comp).source if (mem or comp) else '?'}); "
+            "the roof or the kernel's counted work is wrong")
 
 
 def place(flop: float | None, nbytes: float | None, total_us: float | None, count: int | None,
           dtype: str | None, roofs: Roofs | None, *, matrix: bool = False) -> Placement:
-    """Put a kernel (its totals over ``count`` launches) against ``roofs``: the main memory roof (the
-    memory levels above it are for CPU kernels whose working set, ``nbytes / count``, fits one), the
-    compute roof of its ``dtype`` and unit, the binding one and the percentage of it achieved."""
-    mem = roofs.main_memory() if roofs is not None else None
+    """Put a kernel (its totals over ``count`` launches) against ``roofs``: the memory level is the
+    smallest whose capacity holds its working set per launch (``nbytes / count``; main memory when it
+    fits none or ``count`` is unknown), the compute roof that of its ``dtype`` and unit; ``bound`` is
+    the lower of the two at its intensity and ``pct_of_roof`` the percentage of it achieved. Above
+    100 %, ``above_roof_reason`` says why (:func:`_above_roof_reason`).
+
+    >>> r = Roofs("cpu", (ComputeRoof("float32", 1.0, "vector", "measured"),),
+    ...           (MemoryRoof("L2", 200.0, 4 << 20, "measured"), MemoryRoof("DRAM", 20.0, None, "measured")))
+    >>> p = place(flop=1e6, nbytes=2e6, total_us=20.0, count=2, dtype="float32", roofs=r)
+    >>> p.level, p.bound, round(p.pct_of_roof, 1)  # 1 MB per launch fits L2; 2e6 B / 20 µs = 100 GB/s
+    ('L2', 'memory', 50.0)
+    """
+    working_set = nbytes / count if nbytes and count and count > 0 else None
+    mem = _level_for(roofs, working_set)
     comp = roofs.compute_roof(dtype, matrix) if roofs is not None else None
     gbps = mem.gbps if mem is not None else None
     tflops = comp.tflops if comp is not None else None
+    level = mem.level if mem is not None else None
     if not total_us or total_us <= 0 or (not flop and not nbytes):
-        return Placement(mem.level if mem else None, gbps, tflops, "unknown", None)
+        return Placement(level, gbps, tflops, "unknown", None)
     ach_tflops = (flop or 0) / (total_us * 1e6)
     ach_gbps = (nbytes or 0) / (total_us * 1e3)
-    # The binding roof at this intensity: min(compute, intensity x bandwidth).
+    # The binding roof at this intensity: min(compute, intensity x bandwidth of the level).
     if tflops is not None and gbps is not None and nbytes:
         bound = "compute" if (flop or 0) / nbytes * gbps / 1e3 >= tflops else "memory"
     elif tflops is not None and flop:
@@ -133,10 +262,10 @@ def place(flop: float | None, nbytes: float | None, total_us: float | None, coun
     elif gbps is not None and nbytes:
         bound = "memory"
     else:
-        return Placement(mem.level if mem else None, gbps, tflops, "unknown", None)
+        return Placement(level, gbps, tflops, "unknown", None)
     pct = 100.0 * (ach_tflops / tflops if bound == "compute" else ach_gbps / gbps)
     reason = None
-    if pct > 100.0:
-        reason = (f"above the {mem.level if bound == 'memory' and mem else 'compute'} roof: "
-                  "the roof or the kernel's counted work is wrong")
-    return Placement(mem.level if mem else None, gbps, tflops, bound, pct, reason)
+    if pct > 100.0 and roofs is not None:
+        mean_us = total_us / count if count and count > 0 else None
+        reason = _above_roof_reason(roofs, bound, mem, comp, pct, ach_gbps, working_set, mean_us)
+    return Placement(level, gbps, tflops, bound, pct, reason)
