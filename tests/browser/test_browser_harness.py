@@ -122,3 +122,51 @@ def test_missing_browser_is_one_clear_error(browser_check, tmp_path, monkeypatch
     page.write_text(_page("x"))
     with pytest.raises(browser_check.BrowserError, match="apt-get install -y chromium"):
         browser_check.check_page(Path(page))
+
+
+# 400 translucent discs in pseudo-random colours (a fixed LCG, so every run draws the same): a
+# picture whose raw PNG is well over 200 KB, as a real report's chart and tables are.
+BUSY_PAGE = """<!doctype html><html><head><meta charset="utf-8"><title>busy</title></head>
+<body style="margin:0"><canvas id="c" width="1400" height="1800"></canvas><script>
+  const g = document.getElementById("c").getContext("2d");
+  let s = 12345;
+  const r = () => (s = (s * 1103515245 + 12345) % 2147483648) / 2147483648;
+  for (let i = 0; i < 400; i++) {
+    g.fillStyle = `rgba(${255 * r() | 0}, ${255 * r() | 0}, ${255 * r() | 0}, 0.6)`;
+    g.beginPath(); g.arc(1400 * r(), 1800 * r(), 4 + 30 * r(), 0, 7); g.fill();
+  }
+</script></body></html>"""
+
+
+def _screenshot_tool():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "screenshot_report", Path(__file__).resolve().parents[2] / "tools" / "screenshot_report.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_screenshot_tool_keeps_the_png_under_the_limit(browser_check, tmp_path):
+    pytest.importorskip("PIL", reason="Pillow shrinks the picture (it comes with matplotlib)")
+    tool = _screenshot_tool()
+    page, out = tmp_path / "busy.html", tmp_path / "docs" / "report.png"
+    page.write_text(BUSY_PAGE)
+    raw = browser_check.check_page(page, screenshot=str(tmp_path / "raw.png"))
+    assert (tmp_path / "raw.png").stat().st_size > 200 * 1024  # else nothing here would be shrunk
+    line = tool.screenshot(str(page), str(out), max_kb=200)
+    data = out.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) <= 200 * 1024
+    assert struct.unpack(">I", data[16:20])[0] in (1400, 1260, 1120, 980, 840, 700)  # full width or scaled
+    assert f"{len(data) / 1024:.0f} KB" in line and raw.ok
+    assert not list(out.parent.glob("*.tmp"))
+
+
+def test_screenshot_tool_refuses_a_broken_page(browser_check, tmp_path):
+    tool = _screenshot_tool()
+    page, out = tmp_path / "bad.html", tmp_path / "report.png"
+    page.write_text(_page('<img src="http://example.com/x.png">'))
+    with pytest.raises(ValueError, match="http://example.com/x.png"):
+        tool.screenshot(str(page), str(out))
+    assert not out.exists()
