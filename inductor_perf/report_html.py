@@ -23,15 +23,11 @@ import os
 from typing import Any, Callable, Iterable, Iterator
 
 from . import report as rp
-from .kernel_kinds import KIND_ATTENTION, KIND_CONV, KIND_EXTERN_MATMUL, KIND_MATMUL
 from .report_tables_html import (KernelView, comparison_html, esc, kernel_table, summary_tables,
                                  uncharted_table)
-from .roofs import Roofs, place, roofs_for
+from .roofs import MATRIX_KINDS, Roofs, place, roofs_for
 
 log = logging.getLogger(__name__)
-
-_MATRIX_KINDS = frozenset({KIND_EXTERN_MATMUL, KIND_MATMUL, KIND_CONV, KIND_ATTENTION})
-"""Kernels judged against the matrix-unit roof of their dtype; every other one against the vector roof."""
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1280px;
@@ -40,7 +36,7 @@ h1{font-size:22px;margin:0 0 8px}h2{font-size:18px;margin:28px 0 8px;border-bott
 h3{font-size:15px;margin:22px 0 6px}
 dl.head{display:grid;grid-template-columns:max-content 1fr;gap:2px 14px;margin:8px 0}
 dl.head dt{font-weight:600}dl.head dd{margin:0}
-table{border-collapse:collapse;font-size:12.5px;margin:4px 0}
+table{border-collapse:collapse;font-size:12.5px;margin:4px 0;display:block;overflow-x:auto;max-width:100%}
 th,td{padding:3px 8px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 th{background:#f5f5f7;position:sticky;top:0}td.num,th.num{text-align:right;white-space:nowrap}
 tbody tr:nth-child(even){background:#fafafa}tbody tr:hover{background:#eef4ff}
@@ -76,7 +72,7 @@ def kernel_views(summary: Any, roofs: Roofs | None, keys: Iterator[str]) -> list
     for r in rows:
         nbytes = r.gb * 1e9 if r.gb is not None else None
         charted = chartable(r.flop, nbytes, r.total_us)
-        p = place(r.flop, nbytes, r.total_us, r.count, r.dtype, roofs, matrix=r.kind in _MATRIX_KINDS) \
+        p = place(r.flop, nbytes, r.total_us, r.count, r.dtype, roofs, matrix=r.kind in MATRIX_KINDS) \
             if charted else None
         views.append(KernelView(next(keys) if charted else "", r, p, charted))
     return views

@@ -15,6 +15,12 @@ import re
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
+from .device_spec import TF32
+from .kernel_kinds import KIND_ATTENTION, KIND_CONV, KIND_EXTERN_MATMUL, KIND_MATMUL
+
+MATRIX_KINDS = frozenset({KIND_EXTERN_MATMUL, KIND_MATMUL, KIND_CONV, KIND_ATTENTION})
+"""Kernel kinds measured against the matrix units' compute roof (``place(..., matrix=True)``)."""
+
 MAIN_MEMORY = ("DRAM", "HBM")
 """Level names of a device's main memory (CPU: DRAM; GPU: HBM or GDDR, called HBM here)."""
 
@@ -243,6 +249,9 @@ def place(flop: float | None, nbytes: float | None, total_us: float | None, coun
     >>> p = place(flop=1e6, nbytes=2e6, total_us=20.0, count=2, dtype="float32", roofs=r)
     >>> p.level, p.bound, round(p.pct_of_roof, 1)  # 1 MB per launch fits L2; 2e6 B / 20 µs = 100 GB/s
     ('L2', 'memory', 50.0)
+
+    An fp32 GEMM faster than the fp32 matrix roof ran on TF32 units: the ``"tf32"`` roof applies when
+    the device has one.
     """
     working_set = nbytes / count if nbytes and count and count > 0 else None
     mem = _level_for(roofs, working_set)
@@ -254,6 +263,13 @@ def place(flop: float | None, nbytes: float | None, total_us: float | None, coun
         return Placement(level, gbps, tflops, "unknown", None)
     ach_tflops = (flop or 0) / (total_us * 1e6)
     ach_gbps = (nbytes or 0) / (total_us * 1e3)
+    if (matrix and dtype == "float32" and comp is not None and comp.dtype == "float32" and roofs is not None
+            and ach_tflops > comp.tflops):
+        # Faster than the fp32 matrix roof allows: the GEMM ran on TF32 tensor cores
+        # (torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision), whose roof applies.
+        tf32 = roofs.compute_roof(TF32, True)
+        if tf32 is not None and tf32.dtype == TF32:
+            comp, tflops = tf32, tf32.tflops
     # The binding roof at this intensity: min(compute, intensity x bandwidth of the level).
     if tflops is not None and gbps is not None and nbytes:
         bound = "compute" if (flop or 0) / nbytes * gbps / 1e3 >= tflops else "memory"

@@ -278,10 +278,35 @@ def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time:
         notes.append("skipped events: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())))
     if totals.bad_args:
         notes.append(f"{totals.bad_args} kernel args were not finite numbers and were ignored")
+    if getattr(device, "cache_roofs", None):
+        notes.extend(_cache_level_notes(device, rows))
+        return notes
     over = [r.name for r in rows if any(p is not None and p > 100.0 for p in (r.flops_pct, r.bandwidth_pct))]
     if over:
         notes.append(f"{len(over)} kernel(s) exceed a roof (e.g. {short_name(over[0])}): their data was served from cache, "
                      "or the peaks are too low; 'inductor-perf calibrate' measures this machine's peaks")
+    return notes
+
+
+def _cache_level_notes(device: Any, rows: list[KernelRow]) -> list[str]:
+    """With a CPU's cache levels: the rows' % of peak are against DRAM; each kernel's own roof is the
+    level its working set fits (:func:`roofs.place`, as the report's chart places it). Notes say so,
+    and name the kernels still above that roof with the reason."""
+    from .roofs import MATRIX_KINDS, place, roofs_for
+
+    roofs = roofs_for(device)
+    notes = ["a CPU row's bandwidth % of peak is against DRAM; the report's roofline places each kernel "
+             "against the cache level its working set fits"]
+    over = []
+    for r in rows:
+        p = place(r.flop, r.gb * 1e9 if r.gb is not None else None, r.total_us, r.count, r.dtype, roofs,
+                  matrix=r.kind in MATRIX_KINDS)
+        if p.pct_of_roof is not None and p.pct_of_roof > 100.0:
+            over.append((r.name, p))
+    if over:
+        name, p = over[0]
+        notes.append(f"{len(over)} kernel(s) above the roof of their cache level (e.g. {short_name(name)}, "
+                     f"{p.pct_of_roof:.0f} % of {p.level}: {p.above_roof_reason})")
     return notes
 
 
