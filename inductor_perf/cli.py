@@ -112,6 +112,9 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("summary", help="utilization summary of a trace, or of every trace in a directory")
     p.add_argument("trace", help="trace file or directory")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--engine", choices=("auto", "full", "stream"), default="auto",
+                   help="stream: one pass in bounded memory (GPU traces); full: load the whole trace; "
+                        "auto (default): stream files of 50 MB of JSON or more")
     p.set_defaults(func=_cmd_summary)
     p = sub.add_parser("report", help="a self-contained HTML page (roofline chart and the summary's tables) "
                                       "of a trace, or of every trace in a directory")
@@ -180,7 +183,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
     single = len(trace_files(args.trace)) == 1
     with _Ticker() as tick:
-        summaries = [ct.summary for ct in summarize_path(args.trace, stage=tick.set)]
+        summaries = [ct.summary for ct in summarize_path(args.trace, stage=tick.set, engine=args.engine)]
     if args.format == "json":
         docs = [s.to_dict() for s in summaries]
         print(json.dumps(docs[0] if single else docs, indent=2, allow_nan=False, sort_keys=True))

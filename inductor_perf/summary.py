@@ -246,7 +246,7 @@ def _group_rows(table: dict[str, _Acc], busy: float, top: int) -> list[GroupRow]
 
 
 # --- Headline ------------------------------------------------------------------------------------------
-def _distributed(trace: Mapping[str, Any]) -> dict[str, Any] | None:
+def distributed_info(trace: Mapping[str, Any]) -> dict[str, Any] | None:
     """Rank, world size and backend from the trace's ``distributedInfo``, when it has them."""
     dist = trace.get("distributedInfo")
     distributed = None
@@ -335,28 +335,52 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
     the header. Never raises on odd events: they are counted in ``skipped`` / ``bad_args`` instead.
 
     The steps: parse events and choose the kernels (:mod:`.summary_kernels`), find each kernel's
-    launching thread and the busy window, sum per kernel / module / line, the gap and idle tables
-    (:mod:`.summary_idle`), then the headline figures and notes.
+    launching thread and the busy window, sum per kernel / module / line, then :func:`assemble`:
+    the gap and idle tables (:mod:`.summary_idle`), the headline figures and notes. The streaming
+    engine (:mod:`.summary_stream`) reaches :func:`assemble` with the same parts, built without
+    holding the events.
     """
     raw_events = _trace_events(trace)
     skipped: dict[str, int] = defaultdict(int)
     tk = select_kernels(_parse(raw_events, skipped))
-    kernels = tk.kernels
     launcher, graph_launches = launching_threads(tk)
-    window = busy_window(tk.events, kernels)
-    busy, kernel_time = window.busy, sum(k.dur for k in kernels)
+    window = busy_window(tk.events, tk.kernels)
     if dtype is None:
-        dtype = headline_dtype(k.args for k in kernels)
+        dtype = headline_dtype(k.args for k in tk.kernels)
+    totals = _totals(tk.kernels)
+    kernel_time = sum(k.dur for k in tk.kernels)
+    cov = coverage(tk.kernels, kernel_time, top)
+    return assemble(tk, Counts(len(raw_events), len(tk.events), dict(skipped)), window, launcher, graph_launches,
+                    totals, cov, dtype, distributed_info(trace), device=device, top=top, label=label,
+                    device_note=device_note, costs_note=costs_note)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """How many events a trace has, how many the summary used, and why it skipped the others."""
+
+    total: int
+    used: int
+    skipped: dict[str, int]
+
+
+def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, Any], graph_launches: bool,
+             totals: _Totals, cov: tuple[float | None, list[Any]], dtype: str, distributed: dict[str, Any] | None,
+             *, device: Any, top: int, label: str | None, device_note: str | None,
+             costs_note: str | None) -> Summary:
+    """The :class:`Summary` of a trace's kernels (``tk``), busy ``window`` (:func:`busy_window`),
+    launching threads, per-kernel sums (``totals``), coverage (:func:`coverage`) and headline dtype."""
+    kernels = tk.kernels
+    busy, kernel_time = window.busy, sum(k.dur for k in kernels)
     peak = _device_peaks(device, dtype)
-    totals = _totals(kernels)
     rows = _kernel_rows(totals.kernels, busy, peak, top)
     gap_rows, idle_rows = idle_tables(tk, window, launcher)
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
     split = totals.split
-    costed_pct, uncosted = coverage(kernels, kernel_time, top)
+    costed_pct, uncosted = cov
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
-    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, skipped, rows)
+    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, rows)
     slowest = slowest_step(steps)
     if slowest is not None and len(steps) > 1:
         dur = max(r.dur_us for r in steps)
@@ -365,7 +389,7 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
     return Summary(
         label=label,
         kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],
-        window_start_us=_r(window.start) if tk.events else None, wall_us=_r(window.wall), busy_us=_r(busy),
+        window_start_us=_r(window.start) if counts.used else None, wall_us=_r(window.wall), busy_us=_r(busy),
         busy_pct=_pct(busy, window.wall), idle_us=_r(window.idle), kernel_count=len(kernels),
         kernel_time_us=_r(kernel_time), timelines=len({(k.pid, k.tid) for k in kernels}),
         time_split_us={k: _r(v) for k, v in split.items()},
@@ -379,7 +403,7 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         modules=_group_rows(totals.modules, busy, top), distinct_modules=len(totals.modules),
         lines=_group_rows(totals.lines, busy, top), distinct_lines=len(totals.lines),
         gaps=gap_rows[:top], gap_count=len(gap_rows), idle_by_host=idle_rows[:top],
-        distributed=_distributed(trace), events_total=len(raw_events), events_used=len(tk.events),
-        skipped=dict(skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
+        distributed=distributed, events_total=counts.total, events_used=counts.used,
+        skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
         costs_note=costs_note, costed_time_pct=costed_pct, uncosted=uncosted, steps=steps,
         slowest_step=slowest)

@@ -78,28 +78,60 @@ def _reason(args: dict[str, Any], augmented: bool, joined: bool) -> str:
     return "unknown"
 
 
+class Coverage:
+    """:func:`coverage` one kernel at a time (:meth:`add`), for a caller that does not keep every
+    kernel's args: what decides a row's reason is kept per row, the reason itself chosen at the end."""
+
+    def __init__(self) -> None:
+        self.augmented = self.joined = self.any = False
+        self.costed = 0.0
+        # (op, op or kernel name, not_costed value, has launch_op) -> [count, time, {kernel name: time}]
+        self.groups: dict[tuple[str | None, str, str | None, bool], list[Any]] = {}
+
+    def add(self, name: str, dur: float, args: dict[str, Any]) -> None:
+        """Count one kernel of ``dur`` with these (augmented) args."""
+        self.any = True
+        costed = has_cost(args)
+        if not self.augmented and (costed or evs.COST_SOURCE in args or evs.NOT_COSTED in args
+                                   or evs.LAUNCH_OP in args):
+            self.augmented = True
+        if not self.joined and (evs.LAUNCH_OP in args or evs.NOT_COSTED in args):
+            self.joined = True
+        if costed:
+            self.costed += dur
+            return
+        op = args.get(evs.LAUNCH_OP)
+        op = op if isinstance(op, str) and op else None
+        why = args.get(evs.NOT_COSTED)
+        key = (op, op or name, why if isinstance(why, str) and why else None, evs.LAUNCH_OP in args)
+        g = self.groups.get(key)
+        if g is None:
+            g = self.groups[key] = [0, 0.0, {}]
+        g[0] += 1
+        g[1] += dur
+        g[2][name] = g[2].get(name, 0.0) + dur
+
+    def result(self, kernel_time: float, top: int) -> tuple[float | None, list[UncostedRow]]:
+        """(% of kernel time that carries a cost, the ``top`` uncosted rows by time)."""
+        merged: dict[tuple[str | None, str, str], list[Any]] = {}
+        for (op, key, why, launched), (n, t, names) in self.groups.items():
+            reason = why or _reason({evs.LAUNCH_OP: op} if launched else {}, self.augmented, self.joined)
+            g = merged.setdefault((op, key, reason), [0, 0.0, {}])
+            g[0] += n
+            g[1] += t
+            for name, dt in names.items():
+                g[2][name] = g[2].get(name, 0.0) + dt
+        rows = [UncostedRow(op=op, kernel=max(names, key=names.get), reason=reason,
+                            hint=REASON_HINTS.get(reason, REASON_HINTS["unknown"]), count=n, total_us=_r(t),
+                            share_of_kernel_time_pct=_pct(t, kernel_time))
+                for (op, _, reason), (n, t, names) in merged.items()]
+        rows.sort(key=lambda r: (-r.total_us, r.kernel))
+        return (_pct(self.costed, kernel_time) if self.any else None), rows[:top]
+
+
 def coverage(kernels: list[_Ev], kernel_time: float, top: int) -> tuple[float | None, list[UncostedRow]]:
     """(% of kernel time that carries a cost, the ``top`` uncosted rows by time)."""
-    augmented = any(evs.COST_SOURCE in k.args or evs.NOT_COSTED in k.args or evs.LAUNCH_OP in k.args
-                    or has_cost(k.args) for k in kernels)
-    joined = any(evs.LAUNCH_OP in k.args or evs.NOT_COSTED in k.args for k in kernels)
-    costed = 0.0
-    groups: dict[tuple[str | None, str, str], list[Any]] = {}
+    acc = Coverage()
     for k in kernels:
-        if has_cost(k.args):
-            costed += k.dur
-            continue
-        op = k.args.get(evs.LAUNCH_OP)
-        op = op if isinstance(op, str) and op else None
-        reason = _reason(k.args, augmented, joined)
-        key = (op, op or k.name, reason)
-        g = groups.setdefault(key, [0, 0.0, {}])
-        g[0] += 1
-        g[1] += k.dur
-        g[2][k.name] = g[2].get(k.name, 0.0) + k.dur
-    rows = [UncostedRow(op=op, kernel=max(names, key=names.get), reason=reason,
-                        hint=REASON_HINTS.get(reason, REASON_HINTS["unknown"]), count=n, total_us=_r(t),
-                        share_of_kernel_time_pct=_pct(t, kernel_time))
-            for (op, _, reason), (n, t, names) in groups.items()]
-    rows.sort(key=lambda r: (-r.total_us, r.kernel))
-    return (_pct(costed, kernel_time) if kernels else None), rows[:top]
+        acc.add(k.name, k.dur, k.args)
+    return acc.result(kernel_time, top)

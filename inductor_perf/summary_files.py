@@ -31,7 +31,8 @@ _OUTPUTS = (".summary.json", ".summary.json.gz")
 class CostedTrace:
     """One trace ready to render: the (costed) trace dict, its summary, and the device used."""
 
-    trace: dict
+    trace: dict | None
+    """None when the trace was summarized in a streaming pass (:mod:`inductor_perf.summary_stream`)."""
     summary: Any
     device: Any
 
@@ -73,30 +74,72 @@ def summarize_trace(trace: dict, *, label: str | None = None, device: Any = None
     return CostedTrace(costed, summary, device)
 
 
-def summarize_path(path: str, *, device: Any = None, top: int = 20,
-                   stage: Callable[[str], None] | None = None) -> Iterator[CostedTrace]:
-    """Each trace of ``path`` (:func:`trace_files`), summarized. A file that is not a trace is an
-    error when ``path`` names it alone, else it is skipped with a warning; raises InductorPerfError
-    when none is readable. ``stage`` is told what is being done (a progress line)."""
+ENGINES = ("auto", "full", "stream")
+"""How :func:`summarize_path` reads each file: ``"full"`` loads the whole trace
+(:func:`summarize_trace`, which keeps the costed trace for the report page); ``"stream"`` summarizes
+it in one streaming pass (:mod:`inductor_perf.summary_stream`: the same numbers, bounded memory, no
+trace kept), falling back to the full load for traces it does not take; ``"auto"`` streams files of
+:data:`~inductor_perf.summary_stream.STREAM_MIN_BYTES` or more."""
+
+
+def _wants_stream(f: str, engine: str) -> bool:
+    if engine == "auto":
+        from .summary_stream import STREAM_MIN_BYTES
+        from .trace_format import text_size
+
+        try:
+            return text_size(f) >= STREAM_MIN_BYTES
+        except OSError:
+            return False
+    return engine == "stream"
+
+
+def summarize_file(f: str, *, device: Any = None, top: int = 20, engine: str = "full",
+                   stage: Callable[[str], None] | None = None, which: str | None = None) -> CostedTrace:
+    """One trace file, summarized by ``engine`` (:data:`ENGINES`); InductorPerfError when it is not a
+    readable trace. ``which`` names it in the progress lines ``stage`` is told."""
     from .trace_format import load_trace
 
+    which = which or os.path.basename(f)
+    if _wants_stream(f, engine):
+        from .summary_stream import summarize_file_stream
+
+        if stage:
+            stage(f"summarizing {which}")
+        name = os.path.basename(f)
+        got = summarize_file_stream(f, device=device, top=top, stage=stage,
+                                    label_of=lambda header: trace_label(header, name))
+        if got is not None:
+            return CostedTrace(None, *got)
+        log.info("%s: not streamed (a CPU trace, or a layout the streaming pass does not take): loading it", f)
+    if stage:
+        stage(f"loading {which}")
+    trace = load_trace(f)
+    if stage:
+        stage(f"summarizing {which}")
+    return summarize_trace(trace, label=trace_label(trace, os.path.basename(f)), device=device, top=top)
+
+
+def summarize_path(path: str, *, device: Any = None, top: int = 20, engine: str = "full",
+                   stage: Callable[[str], None] | None = None) -> Iterator[CostedTrace]:
+    """Each trace of ``path`` (:func:`trace_files`), summarized (:func:`summarize_file`). A file
+    that is not a trace is an error when ``path`` names it alone, else it is skipped with a warning;
+    raises InductorPerfError when none is readable. ``stage`` is told what is being done (a progress
+    line)."""
+    if engine not in ENGINES:
+        raise ValueError(f"unknown summary engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
     files = trace_files(path)
     done = 0
     for n, f in enumerate(files, 1):
         which = os.path.basename(f) + (f" ({n} of {len(files)})" if len(files) > 1 else "")
-        if stage:
-            stage(f"loading {which}")
         try:
-            trace = load_trace(f)
+            got = summarize_file(f, device=device, top=top, engine=engine, stage=stage, which=which)
         except InductorPerfError as e:
             if len(files) == 1:
                 raise
             log.warning("skipping %s: %s", f, e)
             continue
-        if stage:
-            stage(f"summarizing {which}")
         done += 1
-        yield summarize_trace(trace, label=trace_label(trace, os.path.basename(f)), device=device, top=top)
-        del trace
+        yield got
     if not done:
         raise InductorPerfError(f"{path}: none of the {len(files)} JSON files is a readable trace")

@@ -119,8 +119,13 @@ def busy_window(events: list[_Ev], kernels: list[_Ev]) -> BusyWindow:
         w1 = max(e.end for e in events)
     else:
         w0 = w1 = 0.0
+    return window_of(w0, w1, kernels)
+
+
+def window_of(start: float, end: float, kernels: list[_Ev]) -> BusyWindow:
+    """The window [start, end) of a trace's events and the time at least one of ``kernels`` runs."""
     merged = _merge(kernels)
-    return BusyWindow(w0, w1, merged, sum(e - s for s, e, _, _ in merged))
+    return BusyWindow(start, end, merged, sum(e - s for s, e, _, _ in merged))
 
 
 def launching_threads(tk: TraceKernels) -> tuple[dict[int, tuple[Any, Any] | None], bool]:

@@ -276,12 +276,22 @@ def headline_dtype(kernels: Iterable[Mapping[str, Any]]) -> str:
     """
     totals: dict[str, list[float]] = {}
     for args in kernels:
-        name = args.get(evs.KERNEL_DTYPE)
-        if not isinstance(name, str):
-            continue
-        acc = totals.setdefault(name, [0.0, 0.0])
-        acc[0] += _num(args.get(evs.KERNEL_MATMUL_FLOP)) or 0
-        acc[1] += _num(args.get(evs.KERNEL_FLOP)) or 0
+        add_dtype_weight(totals, args)
+    return dtype_of_weights(totals)
+
+
+def add_dtype_weight(totals: dict[str, list[float]], args: Mapping[str, Any]) -> None:
+    """Count one kernel's args in :func:`headline_dtype`'s ``totals`` (for a caller that streams)."""
+    name = args.get(evs.KERNEL_DTYPE)
+    if not isinstance(name, str):
+        return
+    acc = totals.setdefault(name, [0.0, 0.0])
+    acc[0] += _num(args.get(evs.KERNEL_MATMUL_FLOP)) or 0
+    acc[1] += _num(args.get(evs.KERNEL_FLOP)) or 0
+
+
+def dtype_of_weights(totals: dict[str, list[float]]) -> str:
+    """:func:`headline_dtype` of the ``totals`` :func:`add_dtype_weight` summed."""
     return max(totals, key=lambda k: tuple(totals[k])) if totals else "float32"
 
 

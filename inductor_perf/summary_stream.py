@@ -1,0 +1,400 @@
+"""The summary of a large GPU trace file in one streaming pass, in memory that grows with what is
+distinct (kernel names, modules, lines, threads) and a few compact numbers per kernel, not with the
+events: the same :class:`~inductor_perf.summary_rows.Summary` as loading the whole trace
+(:func:`inductor_perf.summary_files.summarize_trace`), within float rounding.
+
+The pass: the file's text is mapped (a ``.gz`` is first decompressed to a temporary file, in
+blocks) and read in windows of :data:`WINDOW_BYTES`; each window's events are parsed by orjson as
+one array, fed to the cost join (:class:`~inductor_perf.op_costs.CostJoin`, as ``augment`` costs a
+raw trace) and to :class:`_Pass`, which keeps:
+
+- each device event as a small :class:`~inductor_perf.summary_kernels._Ev` (launch-config args
+  dropped), with its event index for its cost;
+- each host thread's events as four flat arrays (start, duration, name, category), nested into the
+  forest idle attribution walks only for the threads that launched a kernel next to a gap;
+- the runtime calls' correlation ids (which thread launched each kernel), the ``ProfilerStep#N``
+  ranges, the window's first and last instant, and the counts of skipped events.
+
+Then the costs are placed (:meth:`CostJoin.finish`), each kernel gets the args ``augment`` would
+write (:func:`inductor_perf.cost_args.augment_event`), is summed, and keeps only what the later tables
+read; :func:`inductor_perf.summary.assemble` does the rest, as for a loaded trace. The windows' text is
+given back to the kernel as soon as it is parsed (``madvise``), so the mapped file does not stay
+resident.
+
+Traces this engine does not take (no orjson, a layout other than Kineto's one-object-per-event
+array, NaN literals, no device events: a CPU trace) make :func:`summarize_file_stream` return None,
+and the caller loads the whole trace. A file cut mid-event raises TraceFormatError, as loading does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import logging
+import mmap
+import os
+import re
+import shutil
+import tempfile
+import zlib
+from array import array
+from collections import defaultdict
+from typing import Any, Callable, Iterator
+
+from . import events as evs
+from . import trace_format as tf
+from .errors import TraceFormatError
+from .summary_kernels import _build_forest, _Ev, _hashable, _num
+
+log = logging.getLogger(__name__)
+
+WINDOW_BYTES = 16 << 20
+"""Text parsed at a time: bounds the memory of the parsed events (about 4x the text)."""
+
+STREAM_MIN_BYTES = 50_000_000
+"""Trace files whose JSON text is at least this large are summarized by this engine under
+``engine="auto"`` (the size at which ``augment`` streams too)."""
+
+_DROP_ARGS = frozenset({"queued", "device", "context", "registers per thread", "shared memory", "blocks per SM",
+                        "warps per SM", "grid", "block", "est. achieved occupancy %"})
+"""Kineto's launch-configuration args of a kernel: no table reads them; dropped to keep kernels small."""
+
+_RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
+_STEP_PREFIX = "ProfilerStep#"
+_STEP = re.compile(r"^ProfilerStep#(\d+)$")
+_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
+
+
+class _Threads:
+    """Every host event, per (pid, tid), as flat arrays; names and categories interned."""
+
+    def __init__(self) -> None:
+        self.cols: dict[tuple[Any, Any], tuple[array, array, array, array]] = {}
+        self.names: dict[str, int] = {}
+        self.cats: dict[str, int] = {}
+
+    def add(self, key: tuple[Any, Any], name: str, cat: str, ts: float, dur: float) -> None:
+        cols = self.cols.get(key)
+        if cols is None:
+            cols = self.cols[key] = (array("d"), array("d"), array("l"), array("l"))
+        n = self.names.get(name)
+        if n is None:
+            n = self.names[name] = len(self.names)
+        c = self.cats.get(cat)
+        if c is None:
+            c = self.cats[cat] = len(self.cats)
+        cols[0].append(ts)
+        cols[1].append(dur)
+        cols[2].append(n)
+        cols[3].append(c)
+
+    def events(self, key: tuple[Any, Any]) -> list[_Ev]:
+        """The thread's events as (arg-less) :class:`_Ev` nodes, in file order."""
+        names = list(self.names)
+        cats = list(self.cats)
+        ts, dur, name, cat = self.cols[key]
+        pid, tid = key
+        return [_Ev(names[name[j]], cats[cat[j]], pid, tid, ts[j], dur[j], {}) for j in range(len(ts))]
+
+
+class _Roots:
+    """``TraceKernels.roots`` built lazily: a thread's forest when idle attribution first asks."""
+
+    def __init__(self, threads: _Threads) -> None:
+        self.threads = threads
+        self.built: dict[tuple[Any, Any], list[_Ev]] = {}
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.threads.cols
+
+    def __getitem__(self, key: tuple[Any, Any]) -> list[_Ev]:
+        if key not in self.built:
+            self.built[key] = _build_forest(self.threads.events(key)).get(key, [])
+        return self.built[key]
+
+
+class _Pass:
+    """What the summary needs of each event, kept as :mod:`summary_stream` says (module docstring).
+    Mirrors :func:`inductor_perf.summary_kernels._parse` and ``select_kernels`` for a GPU trace."""
+
+    def __init__(self) -> None:
+        self.total = self.used = 0
+        self.skipped: dict[str, int] = defaultdict(int)
+        self.w0 = float("inf")
+        self.w1 = float("-inf")
+        self.kernels: list[_Ev] = []
+        self.kernel_index = array("q")
+        self.threads = _Threads()
+        self.by_corr: dict[Any, tuple[Any, Any]] = {}
+        self.graph_launches = False
+        self.steps: list[_Ev] = []
+        self.costed = False
+        self._cat_class: dict[str, int] = {}
+
+    def _classify(self, cat: str) -> int:
+        """0: ignored ("trace"), 1: device event, 2: other device-side event, 3: host event."""
+        c = self._cat_class.get(cat)
+        if c is None:
+            low = cat.lower()
+            c = (0 if low == "trace" else 1 if low in evs.DEVICE_CATS else 2 if evs.is_device_side(cat) else 3)
+            self._cat_class[cat] = c
+        return c
+
+    def add(self, i: int, ev: Any) -> None:  # noqa: C901 (one branch per kind of event, in order)
+        """Take event ``i`` (any JSON value) of the trace."""
+        if type(ev) is not dict:
+            self.skipped["not an object"] += 1
+            return
+        args = ev.get("args")
+        if type(args) is not dict:
+            args = args if isinstance(args, dict) else {}
+        if not self.costed and args and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+            self.costed = True
+        if ev.get("ph") != "X":
+            return
+        cat = ev.get("cat")
+        cat = cat if isinstance(cat, str) else ""
+        cls = self._classify(cat)
+        if not cls:
+            return
+        if "ts" not in ev or "dur" not in ev:
+            self.skipped["missing ts/dur"] += 1
+            return
+        ts, dur = ev["ts"], ev["dur"]
+        if type(ts) is not float or type(dur) is not float:
+            ts, dur = _num(ts), _num(dur)
+            if ts is None or dur is None:
+                self.skipped["non-numeric ts/dur"] += 1
+                return
+            ts, dur = float(ts), float(dur)
+        elif ts - ts != 0.0 or dur - dur != 0.0:
+            self.skipped["non-numeric ts/dur"] += 1
+            return
+        if dur <= 0:
+            self.skipped["negative dur" if dur < 0 else "zero dur"] += 1
+            return
+        self.used += 1
+        if ts < self.w0:
+            self.w0 = ts
+        if ts + dur > self.w1:
+            self.w1 = ts + dur
+        name = ev.get("name")
+        name = name if isinstance(name, str) else str(name)
+        pid, tid = ev.get("pid"), ev.get("tid")
+        if type(pid) is not int:
+            pid = _hashable(pid)
+        if type(tid) is not int:
+            tid = _hashable(tid)
+        if cls == 1:
+            slim = {k: v for k, v in args.items() if k not in _DROP_ARGS}
+            self.kernels.append(_Ev(name, cat, pid, tid, ts, dur, slim))
+            self.kernel_index.append(i)
+        elif cls == 3:
+            self.threads.add((pid, tid), name, cat, ts, dur)
+            if cat in _RUNTIME_CATS:
+                corr = args.get("correlation")
+                if corr is not None:
+                    self.by_corr[_hashable(corr)] = (pid, tid)
+                if cat != "hip_runtime" and "GraphLaunch" in name:
+                    self.graph_launches = True
+            elif name.startswith(_STEP_PREFIX) and _STEP.match(name):
+                self.steps.append(_Ev(name, cat, pid, tid, ts, dur, {}))
+
+
+# --- Reading the file in windows -------------------------------------------------------------------
+@contextlib.contextmanager
+def mapped_text(path: str) -> Iterator[Any]:
+    """A read-only map of the trace's JSON text: the file itself, or for a ``.gz`` file a temporary
+    file it is decompressed into block by block (removed on exit). TraceFormatError, with one line, for
+    a missing file, a directory, or a truncated / corrupt gzip file."""
+    if os.path.isdir(path):
+        raise TraceFormatError(f"{path}: is a directory, expected a .json or .json.gz trace file")
+    try:
+        with open(path, "rb") as f:
+            gz = f.read(2) == b"\x1f\x8b"
+    except FileNotFoundError:
+        raise TraceFormatError(f"{path}: no such file") from None
+    tmp = None
+    try:
+        if gz:
+            fd, tmp = tempfile.mkstemp(prefix="inductor_perf-", suffix=".json")
+            with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as src:
+                try:
+                    shutil.copyfileobj(src, out, 4 << 20)
+                except (EOFError, OSError, zlib.error) as e:
+                    raise TraceFormatError(f"{path}: truncated or corrupt gzip file ({e})") from None
+        with open(tmp or path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                raise TraceFormatError(f"{path}: empty file, expected a JSON trace")
+            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            yield m
+        finally:
+            with contextlib.suppress(BufferError):
+                m.close()
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def _release(raw: Any, lo: int, hi: int) -> None:
+    """Give the pages of ``raw[lo:hi]`` back to the kernel (they are read again if touched)."""
+    page = mmap.PAGESIZE
+    a, b = (lo // page) * page, (hi // page) * page
+    if b > a and hasattr(raw, "madvise"):
+        with contextlib.suppress(OSError, ValueError):
+            raw.madvise(mmap.MADV_DONTNEED, a, b - a)
+
+
+class _Layout(Exception):
+    """The text is not in the layout this engine reads: the caller loads the whole trace."""
+
+
+class Windows:
+    """The events of the ``traceEvents`` array of ``raw``, a window of about :data:`WINDOW_BYTES`
+    at a time (:meth:`__iter__` yields each as a parsed list; afterwards :attr:`header` is the trace's
+    object with ``traceEvents`` empty), and :meth:`load` to parse one event again by its index.
+
+    Each window's text is parsed as one array, so its events are exactly the array's elements; the
+    byte span of each event is found (by the separator regex of :mod:`trace_format`) only for a
+    window :meth:`load` reads from. Raises :class:`_Layout` when the layout is not Kineto's."""
+
+    def __init__(self, raw: Any, path: str, window: int = WINDOW_BYTES) -> None:
+        self.raw, self.path, self.window = raw, path, window
+        self.start = tf.events_array_start(raw, unique=False)
+        if self.start is None:
+            raise _Layout()
+        self.header: dict | None = None
+        self.firsts: list[int] = []
+        """Index of each window's first event."""
+        self.bounds: list[tuple[int, int, int | None]] = []
+        """Each window's text: ``raw[a:b]`` is its events with the separators between them; the end
+        of the separator after it (None for the last window)."""
+        self.count = 0
+        """Events yielded so far."""
+        self._spans: tuple[int, Any, Any] | None = None
+
+    def __iter__(self) -> Iterator[list[Any]]:
+        import orjson
+
+        raw, sep, n, count = self.raw, tf._EVENT_SEP, len(self.raw), 0
+        pos = self.start
+        while True:
+            cut = sep.search(raw, pos + self.window) if pos + self.window < n else None
+            if cut is None:
+                last = tf.split_last_events(raw, pos)
+                if last is None:
+                    _raise_tail(raw, self.path, pos)
+                    raise _Layout()  # not strict JSON (NaN...): the full load reads it
+                body_end = last[2]
+            else:
+                body_end = cut.start() + 1
+            if tf.events_key_in(raw, pos, body_end):
+                raise _Layout()
+            try:
+                parsed = orjson.loads(b"[" + raw[pos:body_end] + b"]") if body_end > pos else []
+            except orjson.JSONDecodeError:
+                raise _Layout() from None
+            self.firsts.append(count)
+            self.bounds.append((pos, body_end, cut.end() if cut is not None else None))
+            count += len(parsed)
+            self.count = count
+            yield parsed
+            del parsed
+            _release(raw, pos, body_end)
+            if cut is None:
+                self.header = self._header(body_end)
+                return
+            pos = cut.end() - 1
+
+    def _header(self, end: int) -> dict:
+        import orjson
+
+        close = tf._CLOSE.match(self.raw, end)
+        if close is None:
+            raise _Layout()
+        try:
+            header = orjson.loads(self.raw[:self.start] + self.raw[close.end() - 1:])
+        except orjson.JSONDecodeError:
+            raise _Layout() from None
+        if not isinstance(header, dict) or header.get("traceEvents") != []:
+            raise _Layout()
+        return header
+
+    def load(self, i: int) -> Any:
+        """Event ``i`` parsed again from its bytes (the join reads a few back: flows, runtime args)."""
+        import bisect
+
+        import orjson
+
+        w = bisect.bisect_right(self.firsts, i) - 1
+        if self._spans is None or self._spans[0] != w:
+            a, _, stop = self.bounds[w]
+            if stop is None:
+                last = tf.split_last_events(self.raw, a)
+                if last is None:
+                    raise _Layout()
+                starts, ends = last[0], last[1]
+            else:
+                starts, ends = tf.split_events(self.raw, a, stop)
+            count = (self.firsts[w + 1] if w + 1 < len(self.firsts) else self.count) - self.firsts[w]
+            if len(starts) != count:
+                raise _Layout()  # a separator inside a string: spans do not match events
+            self._spans = (w, starts, ends)
+        _, starts, ends = self._spans
+        j = i - self.firsts[w]
+        return orjson.loads(self.raw[starts[j]:ends[j]])
+
+
+def _raise_tail(raw: Any, path: str, pos: int) -> None:
+    """TraceFormatError when the array's last piece is cut short (a file truncated mid-event); returns
+    when it may only hold what the strict parser refuses (NaN / Infinity: the full load takes those)."""
+    tail = raw[pos:]
+    if re.search(rb"\bNaN\b|Infinity", tail):
+        return
+    if tf._CLOSE.search(tail) is None or tail.rstrip()[-1:] != b"}":
+        raise TraceFormatError(f"{path}: truncated JSON (the trace ends inside its events, after byte {pos:,})")
+
+
+def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
+                          label_of: Callable[[dict], str | None] = lambda header: None,
+                          stage: Callable[[str], None] | None = None) -> tuple[Any, Any] | None:
+    """(summary, device used) of the GPU trace file ``path``, summarized in one streaming pass; None
+    when this engine does not take the file (see the module docstring): the caller then loads it
+    whole. ``label_of(header)`` gives the summary's label from the trace's header (its object with
+    ``traceEvents`` empty)."""
+    if tf._orjson() is None:
+        return None
+    from .summary_stream_finish import finish
+
+    with mapped_text(path) as raw, tf.gc_paused():
+        from .op_costs import CostJoin
+
+        try:
+            events = Windows(raw, path)
+            join = CostJoin(events.load)
+            seen = _Pass()
+            i = 0
+            index, cost, later, take = join.index, join.cost, join.flows_later, seen.add
+            for batch in events:
+                for ev in batch:
+                    if type(ev) is dict:
+                        ph = ev.get("ph")
+                        if ph == "X":
+                            got = index(i, ev)
+                            if got is not None:
+                                cost(i, ev, *got)
+                        elif ph == "s" or ph == "f":
+                            later.append(i)
+                    take(i, ev)
+                    i += 1
+                if stage is not None:
+                    stage(f"summarizing: {i:,} events read")
+            if not seen.kernels:
+                return None  # no device events: a CPU trace, loaded whole
+            seen.total = i
+            return finish(seen, join, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
+                          roots=_Roots(seen.threads))
+        except _Layout:
+            return None

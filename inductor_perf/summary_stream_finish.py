@@ -1,0 +1,92 @@
+"""The end of the streaming summary (:mod:`inductor_perf.summary_stream`): place the costs, give each
+kernel the args ``augment`` would write, sum it, drop what no later table reads, and assemble the
+:class:`~inductor_perf.summary_rows.Summary` as :func:`inductor_perf.summary.summarize` does.
+
+Each kernel's augmented args exist only while it is summed: afterwards a kernel keeps its source line
+(the gap table names it) and, for a collective, all its args (the collective tables read them).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from . import events as evs
+from .kernel_kinds import KIND_COLLECTIVE
+
+_NO_COSTS = ("this trace carries no costs and records no shapes to compute them from: "
+             "profile with record_shapes=True")
+
+
+def _costs(seen: Any, join: Any, header: dict) -> tuple[dict, dict, str | None, bool]:
+    """(costs, labels, costs note, whether to apply them): as
+    :func:`inductor_perf.summary_raw.with_costs` decides for a loaded trace."""
+    if seen.costed:
+        return {}, {}, None, False
+    costs, _ = join.finish(seen.total, header.get("distributedInfo"))
+    labels = join.labels
+    if not costs and not labels:
+        return {}, {}, _NO_COSTS, False
+    return costs, labels, (f"costs computed from recorded shapes ({len(costs):,} events costed, as "
+                           "`inductor-perf augment` would)"), True
+
+
+def finish(seen: Any, join: Any, header: dict, *, device: Any, top: int,
+           label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
+           roots: Any) -> tuple[Any, Any]:
+    """(summary, device used) of a streamed trace; ``label_of(header)`` gives its label."""
+    from .cost_args import augment_event, device_bandwidth, device_from_trace
+    from .event_cost import AugmentStats
+    from .summary import Counts, _Totals, assemble, distributed_info
+    from .summary_coverage import Coverage
+    from .summary_idle import window_of
+    from .summary_kernels import _hashable, add_dtype_weight, dtype_of_weights
+
+    note = None
+    if device is None:
+        device, note = device_from_trace(header)
+    if stage is not None:
+        stage("summarizing: placing costs")
+    costs, labels, costs_note, apply = _costs(seen, join, header)
+    del join
+    peak_cache: dict[Any, Any] = {}
+    bandwidth = device_bandwidth(device)
+    astats = AugmentStats()
+    totals, cov = _Totals(), Coverage()
+    weights: dict[str, list[float]] = {}
+    launcher: dict[int, Any] = {}
+    by_corr = seen.by_corr
+    source_key = evs.SOURCE
+    for k, i in zip(seen.kernels, seen.kernel_index):
+        launcher[id(k)] = by_corr.get(_hashable(k.args.get("correlation")))
+        if apply:
+            cost, lab = costs.get(i), labels.get(i)
+            if cost is not None or lab:
+                k.args = augment_event({"cat": k.cat, "dur": k.dur, "args": k.args}, cost, device, True,
+                                       peak_cache, bandwidth, astats, lab)["args"]
+        args = k.args
+        add_dtype_weight(weights, args)
+        totals.add(k)
+        cov.add(k.name, k.dur, args)
+        if totals.kinds[id(k)] != KIND_COLLECTIVE:
+            src = args.get(source_key)
+            k.args = {source_key: src} if src is not None else {}
+    del costs, labels
+    window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
+    tk = trace_kernels(seen, roots)
+    summary = assemble(tk, Counts(seen.total, seen.used, dict(seen.skipped)), window, launcher, seen.graph_launches,
+                       totals, cov.result(sum(k.dur for k in seen.kernels), top), dtype_of_weights(weights),
+                       distributed_info(header), device=device, top=top,
+                       label=label_of(header), device_note=note,
+                       costs_note=costs_note)
+    return summary, device
+
+
+def trace_kernels(seen: Any, roots: Any) -> Any:
+    """The :class:`~inductor_perf.summary_kernels.TraceKernels` of a streamed GPU trace: ``events``
+    left empty (counted in ``seen``), ``host_events`` only the ``ProfilerStep#N`` ranges, in file
+    order (all the per-step view reads)."""
+    from .summary_kernels import DEF_GPU, TraceKernels
+
+    for k in seen.kernels:
+        k.is_kernel = True
+    return TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)

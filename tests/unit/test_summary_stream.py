@@ -1,0 +1,208 @@
+"""The streaming summary (``summary --engine stream``) against the full load it replaces for large
+traces: the same Summary, within float rounding, on every GPU fixture, on ../shared/traces and on
+generated Kineto-layout traces (plain, compact and gzipped); bad input gives the full load's one-line
+errors; traces it does not take (CPU traces, NaN, no orjson) fall back to the full load.
+
+The windows are made tiny here (a few KB) so that every trace spans many of them, as a large one does.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from inductor_perf import summary_stream
+from inductor_perf import trace_format as tf
+from inductor_perf.errors import TraceFormatError
+from inductor_perf.summary_files import summarize_file, trace_label
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "shared" / "traces"))
+SHARED = ["a100_ranks8_r3_control.json.gz", "v100_ranks2_r1_test.json.gz", "mi250_minitoy_train_rocm6.json.gz",
+          "a100_triton_example.json.gz", "two_ranks/sampled_rank-0.json.gz", "two_ranks/sampled_rank-1.json.gz"]
+GPU_FIXTURES = sorted(p.name for p in (FIXTURES / "gpu").glob("*.trace.json.gz"))
+
+
+@pytest.fixture(autouse=True)
+def small_windows(monkeypatch):
+    monkeypatch.setattr(summary_stream, "WINDOW_BYTES", 4096)
+    monkeypatch.setattr(summary_stream.Windows.__init__, "__defaults__", (4096,))
+
+
+def _close(a, b, path="") -> list[str]:
+    """Where two JSON values differ beyond float rounding (relative 1e-9)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        if a.keys() != b.keys():
+            return [f"{path}: keys {sorted(a.keys() ^ b.keys())}"]
+        return [d for k in a for d in _close(a[k], b[k], f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            return [f"{path}: {len(a)} vs {len(b)} items"]
+        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _close(x, y, f"{path}[{i}]")]
+    if isinstance(a, float) or isinstance(b, float):
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9,
+                                                                                       abs_tol=1e-6):
+            return []
+    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
+
+
+def _both(path: Path) -> tuple[dict, dict, object]:
+    full = summarize_file(str(path), engine="full").summary.to_dict()
+    streamed = summary_stream.summarize_file_stream(str(path), label_of=lambda h: trace_label(h, path.name))
+    assert streamed is not None, f"{path.name}: the streaming engine did not take this GPU trace"
+    return full, streamed[0].to_dict(), streamed
+
+
+def _assert_same(path: Path) -> None:
+    full, streamed, _ = _both(path)
+    diffs = _close(full, streamed)
+    assert not diffs, f"{path.name}: streaming differs from the full load: {diffs[:5]}"
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_shared_traces_same_summary(name):
+    p = TRACES / name
+    if not p.exists():
+        pytest.skip(f"{p} absent (the shared real traces are not checked in)")
+    _assert_same(p)
+
+
+@pytest.mark.parametrize("name", GPU_FIXTURES)
+def test_gpu_fixtures_same_summary(name):
+    _assert_same(FIXTURES / "gpu" / name)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """A Kineto-layout trace of ~3,000 events from the bench generator, also compact and gzipped."""
+    d = tmp_path_factory.mktemp("gen")
+    out = {}
+    for layout in ("kineto", "compact"):
+        p = d / f"{layout}.json"
+        subprocess.run([sys.executable, str(ROOT / "bench" / "gen_trace.py"), "3000", str(p), "--layout", layout],
+                       check=True, capture_output=True)
+        out[layout] = p
+    gz = d / "kineto.json.gz"
+    gz.write_bytes(gzip.compress(out["kineto"].read_bytes()))
+    out["gz"] = gz
+    return out
+
+
+@pytest.mark.parametrize("which", ["kineto", "compact", "gz"])
+def test_generated_same_summary(generated, which):
+    full, streamed, _ = _both(generated[which])
+    assert not _close(full, streamed)
+    # The costs came from recorded shapes, in both: every kernel of this trace has them.
+    assert streamed["costed_time_pct"] == 100.0 and streamed["costs_note"]
+
+
+def test_gz_leaves_no_temporary_file(generated, tmp_path, monkeypatch):
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    assert summary_stream.summarize_file_stream(str(generated["gz"])) is not None
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_truncated_gz_one_line_error(generated, tmp_path):
+    cut = tmp_path / "cut.json.gz"
+    data = generated["gz"].read_bytes()
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceFormatError, match="truncated or corrupt gzip") as e:
+        summary_stream.summarize_file_stream(str(cut))
+    assert "\n" not in str(e.value)
+    with pytest.raises(TraceFormatError):  # the full load says the same
+        tf.load_trace(str(cut))
+
+
+def test_cut_mid_event_one_line_error(generated, tmp_path):
+    cut = tmp_path / "cut.json"
+    text = generated["kineto"].read_bytes()
+    cut.write_bytes(text[: len(text) * 2 // 3])
+    with pytest.raises(TraceFormatError, match="truncated JSON") as e:
+        summary_stream.summarize_file_stream(str(cut))
+    assert "\n" not in str(e.value)
+
+
+def test_cli_truncated_exit_1(generated, tmp_path):
+    cut = tmp_path / "cut.json"
+    text = generated["kineto"].read_bytes()
+    cut.write_bytes(text[: len(text) // 2])
+    r = subprocess.run([sys.executable, "-m", "inductor_perf", "summary", "--engine", "stream", str(cut)],
+                       capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 1
+    assert "truncated" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert list(tmp_path.iterdir()) == [cut]  # nothing written beside it
+
+
+def _events_file(tmp_path: Path, events: list, name: str = "t.json") -> Path:
+    p = tmp_path / name
+    p.write_text(json.dumps({"deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3"}],
+                             "traceEvents": events}, indent=1))
+    return p
+
+
+def _kernel(ts: float, dur: float, name: str = "k", corr: int = 1) -> dict:
+    return {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": ts, "dur": dur,
+            "args": {"correlation": corr, "stream": 7}}
+
+
+def test_separator_inside_a_string(tmp_path):
+    """A name holding "}, {" must not shift events: a window cut there fails to parse and the file
+    is loaded whole; a window that holds it whole parses it as it is. Either way, the same summary."""
+    events = [_kernel(10.0 * i, 5.0, name="weird}, {name" if i % 3 else "k", corr=i) for i in range(300)]
+    events += [{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10.0 * i - 2,
+                "dur": 1.0, "args": {"correlation": i}} for i in range(300)]
+    p = _events_file(tmp_path, events)
+    full = summarize_file(str(p), engine="full").summary.to_dict()
+    assert not _close(full, summarize_file(str(p), engine="stream").summary.to_dict())
+    assert full["kernel_count"] == 300
+
+
+def test_nan_falls_back_to_full_load(tmp_path):
+    events = [_kernel(10.0 * i, 5.0, corr=i) for i in range(200)]
+    p = _events_file(tmp_path, events)
+    p.write_text(p.read_text().replace('"stream": 7', '"stream": NaN', 1))
+    assert "NaN" in p.read_text()
+    assert summary_stream.summarize_file_stream(str(p)) is None
+    s = summarize_file(str(p), engine="stream").summary  # falls back: the full load reads NaN as null
+    assert s.kernel_count == 200
+
+
+def test_cpu_trace_falls_back_to_full_load():
+    p = FIXTURES / "cpu_eager_shapes.pt.trace.json.gz"
+    assert summary_stream.summarize_file_stream(str(p)) is None
+    a = summarize_file(str(p), engine="stream").summary.to_dict()
+    b = summarize_file(str(p), engine="full").summary.to_dict()
+    assert a == b and a["kernel_count"] > 0
+
+
+def test_without_orjson_same_summary(generated, monkeypatch):
+    """The pure-Python fallback (no orjson wheel): the full load with the json module, same numbers."""
+    with_orjson = summarize_file(str(generated["kineto"]), engine="auto").summary.to_dict()
+    monkeypatch.setattr(tf, "_orjson", lambda: None)
+    monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` raises ImportError
+    assert summary_stream.summarize_file_stream(str(generated["kineto"])) is None
+    without = summarize_file(str(generated["kineto"]), engine="stream").summary.to_dict()
+    assert not _close(with_orjson, without)
+
+
+def test_windows_give_back_pages(generated):
+    """Each window's pages are released once parsed: the map never holds the whole file."""
+    with summary_stream.mapped_text(str(generated["kineto"])) as raw:
+        w = summary_stream.Windows(raw, "x", 4096)
+        n = sum(len(batch) for batch in w)
+        assert n == len(json.loads(generated["kineto"].read_bytes())["traceEvents"])
+        assert len(w.bounds) > 10 and w.header is not None and w.header["traceEvents"] == []
+        # load() finds any event again by its index
+        for i in (0, 1, n // 2, n - 1):
+            ev = w.load(i)
+            assert isinstance(ev, dict) and "ph" in ev
