@@ -130,6 +130,7 @@ class _Totals:
         """Kernel args present but not finite numbers."""
         self.kinds: dict[int, str] = {}
         """``id(kernel)`` -> its kind, for the per-step view."""
+        self._kind_memo: dict[tuple[Any, ...], str] = {}
 
     def arg_num(self, k: _Ev, key: str) -> float | int | None:
         if key not in k.args:
@@ -153,36 +154,63 @@ class _Totals:
             gb = None
         return flop, gb
 
+    def kind(self, k: _Ev) -> str:
+        """:func:`kernel_kind` of ``k``, remembered per everything it reads (name, category and the
+        four args it looks at): a trace has few distinct kernels and many calls."""
+        args = k.args
+        tagged = args.get(evs.KERNEL_KIND)
+        if tagged != "generated" and tagged != "extern":
+            tagged = None
+        mm = evs.number(args.get(evs.KERNEL_MATMUL_FLOP)) if tagged == "extern" else None
+        launch = args.get(evs.LAUNCH_OP)
+        key = (k.name, k.cat, tagged, mm is not None and mm > 0, isinstance(args.get(evs.COMM_OP), str),
+               launch if isinstance(launch, str) else None)
+        kind = self._kind_memo.get(key)
+        if kind is None:
+            kind = self._kind_memo[key] = kernel_kind(k.name, args, k.cat)
+        return kind
+
     def add(self, k: _Ev) -> None:
-        kind = kernel_kind(k.name, k.args, k.cat)
-        self.split[kind] += k.dur
+        kind = self.kind(k)
+        dur, args = k.dur, k.args
+        self.split[kind] += dur
         self.kinds[id(k)] = kind
         flop, gb = self.flop_and_gb(k)
         if flop is not None:
             self.flop += flop
-            self.flop_known_time += k.dur
+            self.flop_known_time += dur
             self.any_flop = True
         if gb is not None:
             self.gb += gb
             self.any_gb = True
-        a = self.kernels.setdefault(k.name, _KernelAcc(kind=kind))
+        a = self.kernels.get(k.name)
+        if a is None:
+            a = self.kernels[k.name] = _KernelAcc(kind=kind)
         a.add(k, flop, gb)
         for key, pct in ((evs.ACHIEVED_FLOPS_PCT, a.fpct), (evs.ACHIEVED_BANDWIDTH_PCT, a.bpct)):
-            v = self.arg_num(k, key)
-            if v is not None:
-                pct[0] += v * k.dur
-                pct[1] += k.dur
+            if key in args:
+                v = self.arg_num(k, key)
+                if v is not None:
+                    pct[0] += v * dur
+                    pct[1] += dur
         for key, weights in ((evs.ROOFLINE_BOUND, a.bound), (evs.SOURCE, a.source), (evs.MODULE_PATH, a.module),
                              (evs.KERNEL_DTYPE, a.dtype)):
-            v = k.args.get(key)
+            v = args.get(key)
             if isinstance(v, str) and v:
-                weights[v] += k.dur
-        mod = k.args.get(evs.MODULE_PATH)
-        src = k.args.get(evs.SOURCE)
+                weights[v] += dur
+        mod = args.get(evs.MODULE_PATH)
+        src = args.get(evs.SOURCE)
         # "" is the root module (work in the top-level forward itself); a missing arg is unknown.
-        self.modules.setdefault((mod or "(root module)") if isinstance(mod, str) else "(no module)", _Acc()).add(
-            k, flop, gb)
-        self.lines.setdefault(src if isinstance(src, str) and src else "(no source)", _Acc()).add(k, flop, gb)
+        mkey = (mod or "(root module)") if isinstance(mod, str) else "(no module)"
+        g = self.modules.get(mkey)
+        if g is None:
+            g = self.modules[mkey] = _Acc()
+        g.add(k, flop, gb)
+        lkey = src if isinstance(src, str) and src else "(no source)"
+        g = self.lines.get(lkey)
+        if g is None:
+            g = self.lines[lkey] = _Acc()
+        g.add(k, flop, gb)
 
 
 def _totals(kernels: list[_Ev]) -> _Totals:
@@ -374,7 +402,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     busy, kernel_time = window.busy, sum(k.dur for k in kernels)
     peak = _device_peaks(device, dtype)
     rows = _kernel_rows(totals.kernels, busy, peak, top)
-    gap_rows, idle_rows = idle_tables(tk, window, launcher)
+    gap_rows, gap_count, idle_rows = idle_tables(tk, window, launcher, top)
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
     split = totals.split
@@ -402,7 +430,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         top_kernels=rows[:top], distinct_kernels=len(rows), all_kernels=rows,
         modules=_group_rows(totals.modules, busy, top), distinct_modules=len(totals.modules),
         lines=_group_rows(totals.lines, busy, top), distinct_lines=len(totals.lines),
-        gaps=gap_rows[:top], gap_count=len(gap_rows), idle_by_host=idle_rows[:top],
+        gaps=gap_rows, gap_count=gap_count, idle_by_host=idle_rows[:top],
         distributed=distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
         costs_note=costs_note, costed_time_pct=costed_pct, uncosted=uncosted, steps=steps,

@@ -10,9 +10,10 @@ gap table and the idle time rolled up by host activity. Pure and torch-free.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Iterator
 
 from . import events as evs
 from .summary_kernels import DEF_GPU, DEF_NONE, TraceKernels, _Ev, _hashable
@@ -155,19 +156,17 @@ _Gap = tuple[float, float, str, _Ev | None, _Ev | None]
 """(start, end, position, kernel before, kernel after)."""
 
 
-def _gap_spans(window: BusyWindow, definition: str) -> list[_Gap]:
+def _gap_spans(window: BusyWindow, definition: str) -> Iterator[_Gap]:
     merged, w0, w1 = window.merged, window.start, window.end
-    gaps_raw: list[_Gap] = []
     if merged:
         if merged[0][0] > w0:
-            gaps_raw.append((w0, merged[0][0], "leading", None, merged[0][2]))
-        for (_, e1, _, last), (s2, _, first, _) in zip(merged, merged[1:]):
-            gaps_raw.append((e1, s2, "between", last, first))
+            yield (w0, merged[0][0], "leading", None, merged[0][2])
+        for j in range(1, len(merged)):
+            yield (merged[j - 1][1], merged[j][0], "between", merged[j - 1][3], merged[j][2])
         if w1 > merged[-1][1]:
-            gaps_raw.append((merged[-1][1], w1, "trailing", merged[-1][3], None))
+            yield (merged[-1][1], w1, "trailing", merged[-1][3], None)
     elif window.wall > 0 and definition != DEF_NONE:
-        gaps_raw.append((w0, w1, "leading", None, None))
-    return gaps_raw
+        yield (w0, w1, "leading", None, None)
 
 
 @dataclass
@@ -185,18 +184,23 @@ class _HostIdle:
             self.frames[frame] += t
 
 
-def idle_tables(tk: TraceKernels, window: BusyWindow,
-                launcher: dict[int, tuple[Any, Any] | None]) -> tuple[list[GapRow], list[IdleRow]]:
-    """Every gap (longest first) and the idle time by innermost host activity (most first)."""
+def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
+                top: int | None = None) -> tuple[list[GapRow], int, list[IdleRow]]:
+    """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
+    innermost host activity (most first). Only the ``top`` gaps become rows (a bounded heap): a
+    trace has a gap between almost every two kernels."""
     attributors: dict[tuple[Any, Any], _Attributor] = {}
-    gap_rows: list[GapRow] = []
+    heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
+    count = 0
     idle_host: dict[str, _HostIdle] = {}
     for s, e, position, prev_k, next_k in _gap_spans(window, tk.definition):
         ref = next_k if next_k is not None else prev_k
         thread = launcher.get(id(ref)) if ref is not None else None
         inner_name = outer_name = frame = None
         if thread is not None and thread in tk.roots:
-            att = attributors.setdefault(thread, _Attributor(tk.roots[thread]))
+            att = attributors.get(thread)
+            if att is None:
+                att = attributors[thread] = _Attributor(tk.roots[thread])
             inner, outer = att.attribute(s, e)
             dom = _dominant(inner)
             inner_name = dom.name if dom is not None else "(no host event)"
@@ -208,16 +212,25 @@ def idle_tables(tk: TraceKernels, window: BusyWindow,
                 idle_host.setdefault(host, _HostIdle()).add(t, _python_frame(ev))
         else:
             idle_host.setdefault("(launching thread unknown)", _HostIdle()).add(e - s, None)
+        dur_r, start_r = _r(e - s), _r(s - window.start)
+        key = (dur_r, -start_r, -count)  # the row sorted last: shortest, then latest, then last seen
+        count += 1
+        if top is not None and len(heap) >= top and key <= heap[0][:3]:
+            continue
         next_src = next_k.args.get(evs.SOURCE) if next_k is not None else None
-        gap_rows.append(GapRow(
-            start_us=_r(s - window.start), dur_us=_r(e - s), position=position,
+        row = GapRow(
+            start_us=start_r, dur_us=dur_r, position=position,
             prev_kernel=prev_k.name if prev_k is not None else None,
             next_kernel=next_k.name if next_k is not None else None,
             host_innermost=inner_name, host_outermost=outer_name,
-            source=frame or (next_src if isinstance(next_src, str) and next_src else None)))
-    gap_rows.sort(key=lambda g: (-g.dur_us, g.start_us))
+            source=frame or (next_src if isinstance(next_src, str) and next_src else None))
+        if top is None or len(heap) < top:
+            heapq.heappush(heap, (*key, row))
+        else:
+            heapq.heapreplace(heap, (*key, row))
+    gap_rows = [item[3] for item in sorted(heap, key=lambda item: item[:3], reverse=True)]
     idle_rows = [IdleRow(host=h, idle_us=_r(v.time), gaps=v.gaps, share_of_idle_pct=_pct(v.time, window.idle),
                          source=_dominant(v.frames))
                  for h, v in idle_host.items()]
     idle_rows.sort(key=lambda r: (-r.idle_us, r.host))
-    return gap_rows, idle_rows
+    return gap_rows, count, idle_rows

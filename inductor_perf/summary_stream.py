@@ -44,20 +44,28 @@ from typing import Any, Callable, Iterator
 from . import events as evs
 from . import trace_format as tf
 from .errors import TraceFormatError
-from .summary_kernels import _build_forest, _Ev, _hashable, _num
+from .summary_kernels import _Ev, _hashable, _num
 
 log = logging.getLogger(__name__)
 
-WINDOW_BYTES = 16 << 20
+WINDOW_BYTES = 4 << 20
 """Text parsed at a time: bounds the memory of the parsed events (about 4x the text)."""
 
 STREAM_MIN_BYTES = 50_000_000
 """Trace files whose JSON text is at least this large are summarized by this engine under
 ``engine="auto"`` (the size at which ``augment`` streams too)."""
 
-_DROP_ARGS = frozenset({"queued", "device", "context", "registers per thread", "shared memory", "blocks per SM",
-                        "warps per SM", "grid", "block", "est. achieved occupancy %"})
-"""Kineto's launch-configuration args of a kernel: no table reads them; dropped to keep kernels small."""
+_DROP_ARGS = frozenset({"queued", "device", "context", "stream", "correlation", "External id", "registers per thread",
+                        "shared memory", "blocks per SM", "warps per SM", "grid", "block",
+                        "est. achieved occupancy %"})
+"""Kineto's launch-configuration and id args of a kernel: no table reads them (the correlation id is
+kept apart, in :attr:`_Pass.kernel_corr`); dropped to keep kernels small."""
+
+_NO_ARGS: dict[str, Any] = {}
+"""The args of every kernel left with none and of every host event (shared: nothing mutates an
+event's args; it replaces them)."""
+_LEAF: Any = ()
+"""The children of every host event without any (shared)."""
 
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
 _STEP_PREFIX = "ProfilerStep#"
@@ -88,13 +96,52 @@ class _Threads:
         cols[2].append(n)
         cols[3].append(c)
 
-    def events(self, key: tuple[Any, Any]) -> list[_Ev]:
-        """The thread's events as (arg-less) :class:`_Ev` nodes, in file order."""
+    def forest(self, key: tuple[Any, Any]) -> list[_Ev]:
+        """The thread's top-level events, nested as :func:`summary_kernels._build_forest` nests them
+        (the same order, parents and children), as arg-less :class:`_Ev` nodes. A leaf's ``children``
+        is a shared empty tuple: only the nodes with children get a list."""
         names = list(self.names)
         cats = list(self.cats)
         ts, dur, name, cat = self.cols[key]
         pid, tid = key
-        return [_Ev(names[name[j]], cats[cat[j]], pid, tid, ts[j], dur[j], {}) for j in range(len(ts))]
+        nodes: list[Any] = [None] * len(ts)
+        roots: list[_Ev] = []
+        stack: list[tuple[float, _Ev]] = []  # (end, node) of the open events, innermost last
+        for j in _by_start(ts, dur):
+            t, d = ts[j], dur[j]
+            e = nodes[j] = _Ev(names[name[j]], cats[cat[j]], pid, tid, t, d, _NO_ARGS)
+            e.children = _LEAF
+            # evs.nest_threads(slack=1e-6): the parent is the innermost open event that this one
+            # starts inside and ends by (give or take the slack)
+            while stack and not (t < stack[-1][0] and t + d <= stack[-1][0] + 1e-6):
+                stack.pop()
+            if not stack:
+                roots.append(e)
+            else:
+                up = e.parent = stack[-1][1]
+                if up.children is _LEAF:
+                    up.children = [e]
+                else:
+                    up.children.append(e)
+            stack.append((t + d, e))
+        return roots
+
+
+def _by_start(ts: array, dur: array) -> list[int]:
+    """Indices sorted by (start, -duration, index), the order of :func:`events.nest_threads`, without
+    a tuple per event: sorted by start (stable), then each run of equal starts by (-duration, index)."""
+    order = sorted(range(len(ts)), key=ts.__getitem__)
+    j = 0
+    n = len(order)
+    while j < n:
+        k = j + 1
+        t = ts[order[j]]
+        while k < n and ts[order[k]] == t:
+            k += 1
+        if k - j > 1:
+            order[j:k] = sorted(order[j:k], key=lambda i: (-dur[i], i))
+        j = k
+    return order
 
 
 class _Roots:
@@ -109,7 +156,7 @@ class _Roots:
 
     def __getitem__(self, key: tuple[Any, Any]) -> list[_Ev]:
         if key not in self.built:
-            self.built[key] = _build_forest(self.threads.events(key)).get(key, [])
+            self.built[key] = self.threads.forest(key)
         return self.built[key]
 
 
@@ -124,6 +171,11 @@ class _Pass:
         self.w1 = float("-inf")
         self.kernels: list[_Ev] = []
         self.kernel_index = array("q")
+        """Each kernel's event index (its cost's key)."""
+        self.kernel_corr: list[Any] = []
+        """Each kernel's correlation id (None without one)."""
+        self._kernel_names: dict[str, str] = {}
+        self._thread_keys: dict[tuple[Any, Any], tuple[Any, Any]] = {}
         self.threads = _Threads()
         self.by_corr: dict[Any, tuple[Any, Any]] = {}
         self.graph_launches = False
@@ -186,15 +238,20 @@ class _Pass:
         if type(tid) is not int:
             tid = _hashable(tid)
         if cls == 1:
-            slim = {k: v for k, v in args.items() if k not in _DROP_ARGS}
-            self.kernels.append(_Ev(name, cat, pid, tid, ts, dur, slim))
+            slim = {k: v for k, v in args.items() if k not in _DROP_ARGS} or _NO_ARGS
+            name = self._kernel_names.setdefault(name, name)
+            k = _Ev(name, cat, pid, tid, ts, dur, slim)
+            k.children = _LEAF  # a device event nests nothing: no list per kernel
+            self.kernels.append(k)
             self.kernel_index.append(i)
+            self.kernel_corr.append(args.get("correlation"))
         elif cls == 3:
-            self.threads.add((pid, tid), name, cat, ts, dur)
+            key = self._thread_keys.setdefault((pid, tid), (pid, tid))
+            self.threads.add(key, name, cat, ts, dur)
             if cat in _RUNTIME_CATS:
                 corr = args.get("correlation")
                 if corr is not None:
-                    self.by_corr[_hashable(corr)] = (pid, tid)
+                    self.by_corr[_hashable(corr)] = key
                 if cat != "hip_runtime" and "GraphLaunch" in name:
                     self.graph_launches = True
             elif name.startswith(_STEP_PREFIX) and _STEP.match(name):
@@ -394,7 +451,10 @@ def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
             if not seen.kernels:
                 return None  # no device events: a CPU trace, loaded whole
             seen.total = i
-            return finish(seen, join, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
+            held = [join]  # finish() lets the join go once the costs are placed
+            del join, index, cost, later
+            batch = ev = None  # noqa: F841 (the last window: freed before the costs are placed)
+            return finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
                           roots=_Roots(seen.threads))
         except _Layout:
             return None

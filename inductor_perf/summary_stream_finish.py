@@ -30,11 +30,31 @@ def _costs(seen: Any, join: Any, header: dict) -> tuple[dict, dict, str | None, 
                            "`inductor-perf augment` would)"), True
 
 
-def finish(seen: Any, join: Any, header: dict, *, device: Any, top: int,
+def _static(cost: Any, device: Any, peak_cache: dict, bandwidth: float | None) -> tuple:
+    """What :func:`~inductor_perf.cost_args.augment_event` computes from a (non-collective) cost
+    alone, for a device event: (head args, tail args, FLOPs, bytes, peak TFLOP/s, roof GB/s). Kernels
+    share costs (one per op signature), so each cost's part is computed once."""
+    from .cost_args import device_peak, roof_bandwidth, static_args
+
+    peak = bw = None
+    if device is not None:
+        key = (cost.dtype, cost.matmul_flops > 0)
+        if key not in peak_cache:
+            peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
+        peak = peak_cache[key]
+        bw = bandwidth if cost.memory_roof is None or cost.memory_roof == "hbm" else roof_bandwidth(
+            device, cost.memory_roof)
+    head, tail = static_args(cost)
+    return head, tail, int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written), peak, bw
+
+
+def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
            roots: Any) -> tuple[Any, Any]:
-    """(summary, device used) of a streamed trace; ``label_of(header)`` gives its label."""
-    from .cost_args import augment_event, device_bandwidth, device_from_trace
+    """(summary, device used) of a streamed trace; ``held``: ``[the cost join]``, emptied once the
+    costs are placed (its index is the largest thing the pass kept); ``label_of(header)`` gives the
+    label."""
+    from .cost_args import args_for, augment_event, device_bandwidth, device_from_trace
     from .event_cost import AugmentStats
     from .summary import Counts, _Totals, assemble, distributed_info
     from .summary_coverage import Coverage
@@ -46,9 +66,9 @@ def finish(seen: Any, join: Any, header: dict, *, device: Any, top: int,
         device, note = device_from_trace(header)
     if stage is not None:
         stage("summarizing: placing costs")
-    costs, labels, costs_note, apply = _costs(seen, join, header)
-    del join
+    costs, labels, costs_note, apply = _costs(seen, held.pop(), header)
     peak_cache: dict[Any, Any] = {}
+    static: dict[int, tuple] = {}
     bandwidth = device_bandwidth(device)
     astats = AugmentStats()
     totals, cov = _Totals(), Coverage()
@@ -56,11 +76,20 @@ def finish(seen: Any, join: Any, header: dict, *, device: Any, top: int,
     launcher: dict[int, Any] = {}
     by_corr = seen.by_corr
     source_key = evs.SOURCE
-    for k, i in zip(seen.kernels, seen.kernel_index):
-        launcher[id(k)] = by_corr.get(_hashable(k.args.get("correlation")))
+    for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
+        launcher[id(k)] = by_corr.get(_hashable(corr))
         if apply:
             cost, lab = costs.get(i), labels.get(i)
-            if cost is not None or lab:
+            if cost is not None and cost.comm is None:
+                got = static.get(id(cost))
+                if got is None:
+                    got = static[id(cost)] = _static(cost, device, peak_cache, bandwidth)
+                head, tail, flops, nbytes, peak, bw = got
+                new = args_for(head, tail, flops, nbytes, k.dur, peak, bw)
+                if lab:
+                    new.update(lab)
+                k.args = {**k.args, **new} if k.args else new
+            elif cost is not None or lab:
                 k.args = augment_event({"cat": k.cat, "dur": k.dur, "args": k.args}, cost, device, True,
                                        peak_cache, bandwidth, astats, lab)["args"]
         args = k.args
@@ -71,6 +100,7 @@ def finish(seen: Any, join: Any, header: dict, *, device: Any, top: int,
             src = args.get(source_key)
             k.args = {source_key: src} if src is not None else {}
     del costs, labels
+    seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
     tk = trace_kernels(seen, roots)
     summary = assemble(tk, Counts(seen.total, seen.used, dict(seen.skipped)), window, launcher, seen.graph_launches,
