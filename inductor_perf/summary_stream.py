@@ -13,7 +13,7 @@ raw trace) and to :class:`_Pass`, which keeps:
 - each host thread's events as four flat arrays (start, duration, name, category), nested into the
   forest idle attribution walks only for the threads that launched a kernel next to a gap;
 - the runtime calls' correlation ids (which thread launched each kernel), the ``ProfilerStep#N``
-  ranges, the window's first and last instant, and the counts of skipped events.
+  ranges and host collectives, the window's first and last instant, and the counts of skipped events.
 
 Then the costs are placed (:meth:`CostJoin.finish`), each kernel gets the args ``augment`` would
 write (:func:`inductor_perf.cost_args.augment_event`), is summed, and keeps only what the later tables
@@ -69,6 +69,9 @@ _LEAF: Any = ()
 
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
 _STEP_PREFIX = "ProfilerStep#"
+_HOST_COLLECTIVES = ("gloo:",)
+"""Host annotations that are collectives themselves (a backend without device kernels): kept, with
+their args, for the collectives table."""
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
 
@@ -180,6 +183,8 @@ class _Pass:
         self.by_corr: dict[Any, tuple[Any, Any]] = {}
         self.graph_launches = False
         self.steps: list[_Ev] = []
+        """The host events the tables read besides the forest: ``ProfilerStep#N`` ranges and host
+        collectives (:data:`_HOST_COLLECTIVES`), in file order."""
         self.costed = False
         self._cat_class: dict[str, int] = {}
 
@@ -254,8 +259,8 @@ class _Pass:
                     self.by_corr[_hashable(corr)] = key
                 if cat != "hip_runtime" and "GraphLaunch" in name:
                     self.graph_launches = True
-            elif name.startswith(_STEP_PREFIX) and _STEP.match(name):
-                self.steps.append(_Ev(name, cat, pid, tid, ts, dur, {}))
+            elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
+                self.steps.append(_Ev(name, cat, pid, tid, ts, dur, args))
 
 
 # --- Reading the file in windows -------------------------------------------------------------------

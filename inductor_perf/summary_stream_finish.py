@@ -3,7 +3,8 @@ kernel the args ``augment`` would write, sum it, drop what no later table reads,
 :class:`~inductor_perf.summary_rows.Summary` as :func:`inductor_perf.summary.summarize` does.
 
 Each kernel's augmented args exist only while it is summed: afterwards a kernel keeps its source line
-(the gap table names it) and, for a collective, all its args (the collective tables read them).
+and module (the gap table and the communication view read them) and, for a collective, all its args
+(the collective tables read them).
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from typing import Any, Callable
 
 from . import events as evs
 from .kernel_kinds import KIND_COLLECTIVE
+
+_NO_ARGS: dict[str, Any] = {}
+"""The args of a kernel left with none (shared: nothing mutates a kernel's args; it replaces them)."""
 
 _NO_COSTS = ("this trace carries no costs and records no shapes to compute them from: "
              "profile with record_shapes=True")
@@ -75,7 +79,7 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     weights: dict[str, list[float]] = {}
     launcher: dict[int, Any] = {}
     by_corr = seen.by_corr
-    source_key = evs.SOURCE
+    source_key, module_key = evs.SOURCE, evs.MODULE_PATH
     for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
         launcher[id(k)] = by_corr.get(_hashable(corr))
         if apply:
@@ -97,8 +101,9 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
         totals.add(k)
         cov.add(k.name, k.dur, args)
         if totals.kinds[id(k)] != KIND_COLLECTIVE:
-            src = args.get(source_key)
-            k.args = {source_key: src} if src is not None else {}
+            src, mod = args.get(source_key), args.get(module_key)
+            k.args = ({source_key: src, module_key: mod} if src is not None and mod is not None else
+                      {source_key: src} if src is not None else {module_key: mod} if mod is not None else _NO_ARGS)
     del costs, labels
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
