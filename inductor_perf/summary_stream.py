@@ -197,18 +197,22 @@ class _Pass:
             self._cat_class[cat] = c
         return c
 
-    def add(self, i: int, ev: Any) -> None:  # noqa: C901 (one branch per kind of event, in order)
-        """Take event ``i`` (any JSON value) of the trace."""
+    def add_other(self, ev: Any) -> None:
+        """Take an event that is not a complete ("X") one: count a non-object, note a cost mark."""
         if type(ev) is not dict:
             self.skipped["not an object"] += 1
-            return
+        elif not self.costed:
+            args = ev.get("args")
+            if isinstance(args, dict) and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+                self.costed = True
+
+    def add(self, i: int, ev: dict) -> None:
+        """Take event ``i``, a complete ("X") event."""
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}
         if not self.costed and args and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
             self.costed = True
-        if ev.get("ph") != "X":
-            return
         cat = ev.get("cat")
         cat = cat if isinstance(cat, str) else ""
         cls = self._classify(cat)
@@ -438,18 +442,18 @@ def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
             join = CostJoin(events.load)
             seen = _Pass()
             i = 0
-            index, cost, later, take = join.index, join.cost, join.flows_later, seen.add
+            index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
             for batch in events:
                 for ev in batch:
-                    if type(ev) is dict:
-                        ph = ev.get("ph")
-                        if ph == "X":
-                            got = index(i, ev)
-                            if got is not None:
-                                cost(i, ev, *got)
-                        elif ph == "s" or ph == "f":
+                    if type(ev) is dict and ev.get("ph") == "X":
+                        got = index(i, ev)
+                        if got is not None:
+                            cost(i, ev, *got)
+                        take(i, ev)
+                    else:
+                        if type(ev) is dict and ev.get("ph") in ("s", "f"):
                             later.append(i)
-                    take(i, ev)
+                        other(ev)
                     i += 1
                 if stage is not None:
                     stage(f"summarizing: {i:,} events read")
