@@ -34,7 +34,6 @@ import logging
 import mmap
 import os
 import re
-import shutil
 import tempfile
 import zlib
 from array import array
@@ -267,12 +266,17 @@ class _Pass:
                 self.steps.append(_Ev(name, cat, pid, tid, ts, dur, args))
 
 
+class _Layout(Exception):
+    """The text is not in the layout this engine reads: the caller loads the whole trace."""
+
+
 # --- Reading the file in windows -------------------------------------------------------------------
 @contextlib.contextmanager
 def mapped_text(path: str) -> Iterator[Any]:
     """A read-only map of the trace's JSON text: the file itself, or for a ``.gz`` file a temporary
     file it is decompressed into block by block (removed on exit). TraceFormatError, with one line, for
-    a missing file, a directory, or a truncated / corrupt gzip file."""
+    a missing file, a directory, or a truncated / corrupt gzip file; :class:`_Layout` when no
+    temporary file can be written (the caller loads the trace whole)."""
     if os.path.isdir(path):
         raise TraceFormatError(f"{path}: is a directory, expected a .json or .json.gz trace file")
     try:
@@ -283,12 +287,22 @@ def mapped_text(path: str) -> Iterator[Any]:
     tmp = None
     try:
         if gz:
-            fd, tmp = tempfile.mkstemp(prefix="inductor_perf-", suffix=".json")
+            try:
+                fd, tmp = tempfile.mkstemp(prefix="inductor_perf-", suffix=".json")
+            except OSError as e:
+                raise _Layout(f"no temporary file ({e})") from None
             with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as src:
-                try:
-                    shutil.copyfileobj(src, out, 4 << 20)
-                except (EOFError, OSError, zlib.error) as e:
-                    raise TraceFormatError(f"{path}: truncated or corrupt gzip file ({e})") from None
+                while True:
+                    try:
+                        block = src.read(4 << 20)
+                    except (EOFError, OSError, zlib.error) as e:
+                        raise TraceFormatError(f"{path}: truncated or corrupt gzip file ({e})") from None
+                    if not block:
+                        break
+                    try:
+                        out.write(block)
+                    except OSError as e:  # a full disk: the full load decompresses in memory instead
+                        raise _Layout(f"cannot write the decompressed text ({e})") from None
         with open(tmp or path, "rb") as f:
             if os.fstat(f.fileno()).st_size == 0:
                 raise TraceFormatError(f"{path}: empty file, expected a JSON trace")
@@ -311,10 +325,6 @@ def _release(raw: Any, lo: int, hi: int) -> None:
     if b > a and hasattr(raw, "madvise"):
         with contextlib.suppress(OSError, ValueError):
             raw.madvise(mmap.MADV_DONTNEED, a, b - a)
-
-
-class _Layout(Exception):
-    """The text is not in the layout this engine reads: the caller loads the whole trace."""
 
 
 class Windows:
@@ -432,38 +442,44 @@ def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
     ``traceEvents`` empty)."""
     if tf._orjson() is None:
         return None
+    try:
+        return _stream(path, device, top, label_of, stage)
+    except _Layout as e:
+        log.info("%s: not streamed (%s)", path, e or "layout")
+        return None
+
+
+def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | None],
+            stage: Callable[[str], None] | None) -> tuple[Any, Any] | None:
+    """:func:`summarize_file_stream`'s pass; raises :class:`_Layout` for a file it does not take."""
+    from .op_costs import CostJoin
     from .summary_stream_finish import finish
 
     with mapped_text(path) as raw, tf.gc_paused():
-        from .op_costs import CostJoin
-
-        try:
-            events = Windows(raw, path)
-            join = CostJoin(events.load)
-            seen = _Pass()
-            i = 0
-            index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
-            for batch in events:
-                for ev in batch:
-                    if type(ev) is dict and ev.get("ph") == "X":
-                        got = index(i, ev)
-                        if got is not None:
-                            cost(i, ev, *got)
-                        take(i, ev)
-                    else:
-                        if type(ev) is dict and ev.get("ph") in ("s", "f"):
-                            later.append(i)
-                        other(ev)
-                    i += 1
-                if stage is not None:
-                    stage(f"summarizing: {i:,} events read")
-            if not seen.kernels:
-                return None  # no device events: a CPU trace, loaded whole
-            seen.total = i
-            held = [join]  # finish() lets the join go once the costs are placed
-            del join, index, cost, later
-            batch = ev = None  # noqa: F841 (the last window: freed before the costs are placed)
-            return finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
-                          roots=_Roots(seen.threads))
-        except _Layout:
-            return None
+        events = Windows(raw, path)
+        join = CostJoin(events.load)
+        seen = _Pass()
+        i = 0
+        index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
+        for batch in events:
+            for ev in batch:
+                if type(ev) is dict and ev.get("ph") == "X":
+                    got = index(i, ev)
+                    if got is not None:
+                        cost(i, ev, *got)
+                    take(i, ev)
+                else:
+                    if type(ev) is dict and ev.get("ph") in ("s", "f"):
+                        later.append(i)
+                    other(ev)
+                i += 1
+            if stage is not None:
+                stage(f"summarizing: {i:,} events read")
+        if not seen.kernels:
+            return None  # no device events: a CPU trace, loaded whole
+        seen.total = i
+        held = [join]  # finish() lets the join go once the costs are placed
+        del join, index, cost, later
+        batch = ev = None  # noqa: F841 (the last window: freed before the costs are placed)
+        return finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
+                      roots=_Roots(seen.threads))

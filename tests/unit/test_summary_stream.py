@@ -206,3 +206,16 @@ def test_windows_give_back_pages(generated):
         for i in (0, 1, n // 2, n - 1):
             ev = w.load(i)
             assert isinstance(ev, dict) and "ph" in ev
+
+
+def test_gz_without_temporary_space_falls_back(generated, monkeypatch):
+    """No room for the decompressed text: the full load (in memory) summarizes it instead."""
+    import tempfile
+
+    def no_space(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    want = summarize_file(str(generated["gz"]), engine="full").summary.to_dict()
+    monkeypatch.setattr(tempfile, "mkstemp", no_space)
+    assert summary_stream.summarize_file_stream(str(generated["gz"])) is None
+    assert not _close(want, summarize_file(str(generated["gz"]), engine="stream").summary.to_dict())
