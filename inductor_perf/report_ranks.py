@@ -50,6 +50,9 @@ def _straggler_lines(d: dict[str, Any]) -> list[str]:
     per = d["per"]
     out.append(f"its compute differs from the others' median by {fmt_time_us(st['compute_delta_us'])} per {per}, "
                f"its idle time by {fmt_time_us(st['idle_delta_us'])}")
+    if st["idle_delta_us"] > max(st["compute_delta_us"], 0):
+        out.append("most of its extra time is device idle time: host-side work (data loading, Python, "
+                   "synchronization), not slower kernels")
     for key, title in (("kernels", "kernels"), ("modules", "modules"), ("lines", "source lines"),
                        ("idle_hosts", "idle while the host ran")):
         items = st[key]
