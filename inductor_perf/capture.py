@@ -33,6 +33,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -250,12 +251,16 @@ def quiet_profile(prof: Any) -> Iterator[Any]:
 class _Window:
     """A torch.profiler run whose trace ends up processed in ``out_dir``."""
 
-    def __init__(self, out_dir: str, name: str | None) -> None:
+    def __init__(self, out_dir: str, name: str | None, mark_steps: bool = False) -> None:
         self.out_dir = out_dir
         self.name = name
         self.prof: Any = None
         self.steps = 0
         self.result: CaptureResult | None = None
+        self.step_range: Any = None
+        """The open ``ProfilerStep#N`` range (a profiler without a schedule records none itself)."""
+        self.started_wall = 0.0
+        self.mark_steps = mark_steps
 
     def _fail(self, message: str, *args: Any) -> bool:
         """Warn, and leave a result that says why nothing was written."""
@@ -289,7 +294,21 @@ class _Window:
         except Exception as e:
             self.prof = None
             return self._fail("could not start the profiler (%s)", e)
+        self.started_wall = time.time()
+        self.mark_step()
         return True
+
+    def mark_step(self) -> None:
+        """Close the open ``ProfilerStep#N`` range and open the next (none once stopped): the
+        summary's per-step view and the cross-rank view (:mod:`.ranks`) read them. Only where the
+        window knows where steps begin (the env-var session); an explicit block's ``step()`` marks
+        ends, after which a last range would be a partial step."""
+        if self.step_range is not None:
+            self.step_range.__exit__(None, None, None)
+            self.step_range = None
+        if self.prof is not None and self.mark_steps:
+            self.step_range = torch.autograd.profiler.record_function(f"ProfilerStep#{self.steps}")
+            self.step_range.__enter__()
 
     @property
     def running(self) -> bool:
@@ -301,6 +320,7 @@ class _Window:
             return None
         base = None
         try:
+            self.mark_step()  # closes the last step range: self.prof is None now
             with _without_kineto_status():
                 prof.__exit__(None, None, None)
             base = _reserve_base(self.out_dir, self.name)
@@ -318,6 +338,9 @@ class _Window:
             page = "/.report.html" if result.report_path else ""
             print(f"inductor_perf: wrote {result.trace_path} and {os.path.basename(base)}"
                   f".summary.txt/.json{page} ({result.events_tagged} kernel events tagged)", file=sys.stderr)
+            from .capture_ranks import after_capture
+
+            after_capture(self.out_dir, base, self.started_wall)  # rank 0 of several: the cross-rank view
             return result
         except Exception as e:  # full disk, unwritable dir, a bad trace: warn, never raise
             if base is not None:  # no partial set of files: remove what was written
@@ -342,7 +365,7 @@ class AutoCapture:
     """
 
     def __init__(self, out_dir: str, skip_steps: int, record_steps: int) -> None:
-        self.window = _Window(out_dir, None)
+        self.window = _Window(out_dir, None, mark_steps=True)
         self.skip_steps = skip_steps
         self.record_steps = record_steps
         self.anchor: Any = None
@@ -385,6 +408,8 @@ class AutoCapture:
                     self.done = True
                     self.window.stop()
                     uninstall(self)
+                else:
+                    self.window.mark_step()
 
     def seen(self) -> str:
         """What the session saw, for the message when no window opened."""

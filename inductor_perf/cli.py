@@ -115,6 +115,8 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--engine", choices=("auto", "full", "stream"), default="auto",
                    help="stream: one pass in bounded memory (GPU traces); full: load the whole trace; "
                         "auto (default): stream files of 50 MB of JSON or more")
+    p.add_argument("--per-rank", action="store_true",
+                   help="a directory of several traces: each one's own summary instead of the cross-rank view")
     p.set_defaults(func=_cmd_summary)
     p = sub.add_parser("report", help="a self-contained HTML page (roofline chart and the summary's tables) "
                                       "of a trace, or of every trace in a directory")
@@ -182,6 +184,8 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     from .summary_files import summarize_path, trace_files
 
     single = len(trace_files(args.trace)) == 1
+    if not single and not args.per_rank:
+        return _cmd_summary_ranks(args)
     with _Ticker() as tick:
         summaries = [ct.summary for ct in summarize_path(args.trace, stage=tick.set, engine=args.engine)]
     if args.format == "json":
@@ -189,6 +193,18 @@ def _cmd_summary(args: argparse.Namespace) -> int:
         print(json.dumps(docs[0] if single else docs, indent=2, allow_nan=False, sort_keys=True))
     else:
         print("\n".join(format_summary(s, args.format) for s in summaries), end="")
+    return 0
+
+
+def _cmd_summary_ranks(args: argparse.Namespace) -> int:
+    """``summary DIR`` of several traces: one cross-rank view (:mod:`.ranks`)."""
+    from .ranks_files import cross_rank_files
+    from .report_ranks import format_ranks
+    from .summary_files import trace_files
+
+    with _Ticker() as tick:
+        view = cross_rank_files(trace_files(args.trace), stage=tick.set)
+    print(format_ranks(view, args.format), end="")
     return 0
 
 

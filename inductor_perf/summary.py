@@ -28,6 +28,7 @@ from typing import Any, Mapping
 from . import events as evs
 from .kernel_names import short_name
 from .kernel_kinds import KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
+from .summary_comm import comm_view
 from .summary_coverage import coverage
 from .summary_idle import busy_window, idle_tables, launching_threads
 from .summary_kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX,
@@ -434,4 +435,5 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         distributed=distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
         costs_note=costs_note, costed_time_pct=costed_pct, uncosted=uncosted, steps=steps,
-        slowest_step=slowest)
+        slowest_step=slowest,
+        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start))

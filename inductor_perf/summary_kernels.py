@@ -199,6 +199,19 @@ def _outermost_ops(node: _Ev) -> Iterator[_Ev]:
             todo.extend(n.children)
 
 
+def _below_steps(top: list[_Ev]) -> list[_Ev]:
+    """A thread's top-level events with the ``ProfilerStep#N`` ranges opened (in time order): a
+    step range (torch.profiler's schedule, our env-var capture) wraps a whole step and says nothing
+    of what runs in it."""
+    out: list[_Ev] = []
+    for n in top:
+        if n.name.startswith("ProfilerStep#"):
+            out.extend(_below_steps(n.children))
+        else:
+            out.append(n)
+    return out
+
+
 def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: list[_Ev]) -> list[_Ev]:
     """Eager work that runs between the compiled pieces of a graph-broken model, counted as kernels
     of the module it sits in: the outermost aten ops inside a ``Torch-Compiled Region`` range but in
@@ -209,6 +222,7 @@ def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: lis
     lies between kernels of ``gate.*``)."""
     found: list[_Ev] = []
     for top in roots.values():
+        top = _below_steps(top)
         for n in top:
             if n.name.startswith(COMPILED_REGION_PREFIX):
                 found.extend(_outermost_ops(n))

@@ -148,6 +148,9 @@ class Summary:
     steps: list[Any] = field(default_factory=list)
     """:class:`inductor_perf.summary_steps.StepRow`, one per ``ProfilerStep#N``, in time order."""
     slowest_step: str | None = None
+    comm: Any = None
+    """:class:`inductor_perf.summary_comm.CommView`: the rank's collectives, exposed collective time,
+    compute by module / line (what the cross-rank view, :mod:`inductor_perf.ranks`, reads)."""
     all_kernels: list[KernelRow] = field(default_factory=list, repr=False)
     """Every kernel row, most time first (``top_kernels`` is its head), for the report page's
     roofline; left out of ``to_dict()`` so the JSON summary keeps its size."""

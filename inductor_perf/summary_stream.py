@@ -43,6 +43,7 @@ from typing import Any, Callable, Iterator
 from . import events as evs
 from . import trace_format as tf
 from .errors import TraceFormatError
+from .summary_comm import HOST_PREFIXES
 from .summary_kernels import _Ev, _hashable, _num
 
 log = logging.getLogger(__name__)
@@ -68,9 +69,9 @@ _LEAF: Any = ()
 
 _RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
 _STEP_PREFIX = "ProfilerStep#"
-_HOST_COLLECTIVES = ("gloo:",)
+_HOST_COLLECTIVES = HOST_PREFIXES
 """Host annotations that are collectives themselves (a backend without device kernels): kept, with
-their args, for the collectives table."""
+their args, for the collectives table (:func:`inductor_perf.summary_comm.comm_view`)."""
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
 

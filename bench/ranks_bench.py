@@ -1,0 +1,71 @@
+"""Time the cross-rank summary of R synthetic ranks against one rank's summary.
+
+    python bench/ranks_bench.py --ranks 8 --events 1000000 [--workers N]
+
+Each rank's trace: ``--events`` GPU kernel events (a GEMM and an elementwise kernel, with an
+all-reduce every 50 kernels, costed args on the collectives), in 10 ProfilerStep ranges; the last
+rank runs its GEMMs 20 % longer. Prints the wall time of summarizing one rank and of the cross-rank
+view of all ranks (worker processes: one per rank up to the cores), and the straggler found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import tempfile
+import time
+
+from inductor_perf.ranks_files import cross_rank_files, summarize_files
+
+
+def make_trace(rank: int, ranks: int, n: int) -> dict:
+    ev, t = [], 1.7e15
+    steps = 10
+    per_step = n // steps
+    for s in range(steps):
+        ev.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{s}", "pid": 1, "tid": 1,
+                   "ts": t, "dur": per_step * 12.0 + 10, "args": {}})
+        for i in range(per_step):
+            if i % 50 == 49:
+                dur = 40.0 if rank == ranks - 1 else 200.0
+                ev.append({"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce_Sum_f32_RING_LL", "pid": 0,
+                           "tid": 9, "ts": t, "dur": dur, "args": {"comm_op": "all_reduce", "comm_bytes": 1 << 20,
+                                                                   "group_size": ranks}})
+            else:
+                gemm = i % 2 == 0
+                dur = (8.0 * (1.2 if rank == ranks - 1 else 1.0)) if gemm else 3.0
+                ev.append({"ph": "X", "cat": "kernel", "name": "ampere_sgemm_128x64_nn" if gemm else "triton_poi_add_0",
+                           "pid": 0, "tid": 7, "ts": t, "dur": dur, "args": {"kernel_flop": 1000}})
+            t += 12.0
+        t += 10
+    return {"traceEvents": ev, "distributedInfo": {"rank": rank, "world_size": ranks, "backend": "nccl"}}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ranks", type=int, default=8)
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--workers", type=int, default=None)
+    a = ap.parse_args()
+    d = tempfile.mkdtemp(prefix="ranks_bench_")
+    files = []
+    for r in range(a.ranks):
+        p = os.path.join(d, f"rank{r}.json.gz")
+        with gzip.open(p, "wt", compresslevel=1) as f:
+            json.dump(make_trace(r, a.ranks, a.events), f)
+        files.append(p)
+    t0 = time.perf_counter()
+    summarize_files(files[:1], workers=1)
+    one = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    view = cross_rank_files(files, workers=a.workers)
+    many = time.perf_counter() - t0
+    print(f"cores {os.cpu_count()}, {a.ranks} ranks x {a.events:,} events: one rank {one:.2f} s, "
+          f"cross-rank {many:.2f} s ({many / one:.2f}x); straggler "
+          f"{view.straggler.rank if view.straggler else None}")
+
+
+if __name__ == "__main__":
+    main()
