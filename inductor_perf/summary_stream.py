@@ -1,7 +1,8 @@
-"""The summary of a large GPU trace file in one streaming pass, in memory that grows with what is
-distinct (kernel names, modules, lines, threads) and a few compact numbers per kernel, not with the
-events: the same :class:`~inductor_perf.summary_rows.Summary` as loading the whole trace
-(:func:`inductor_perf.summary_files.summarize_trace`), within float rounding.
+"""The summary of a large GPU trace file in one streaming pass, without holding the events as dicts:
+the same :class:`~inductor_perf.summary_rows.Summary` as loading the whole trace
+(:func:`inductor_perf.summary_files.summarize_trace`), within float rounding, in a fraction of its
+memory. What still grows with the trace (docs/summary-engines.md): a small object per kernel, 32
+bytes per host event, and the cost join's index (let go before the end).
 
 The pass: the file's text is mapped (a ``.gz`` is first decompressed to a temporary file, in
 blocks) and read in windows of :data:`WINDOW_BYTES`; each window's events are parsed by orjson as
@@ -16,7 +17,7 @@ raw trace) and to :class:`_Pass`, which keeps:
   ranges and host collectives, the window's first and last instant, and the counts of skipped events.
 
 Then the costs are placed (:meth:`CostJoin.finish`), each kernel gets the args ``augment`` would
-write (:func:`inductor_perf.cost_args.augment_event`), is summed, and keeps only what the later tables
+write (:mod:`inductor_perf.summary_stream_finish`), is summed, and keeps only what the later tables
 read; :func:`inductor_perf.summary.assemble` does the rest, as for a loaded trace. The windows' text is
 given back to the kernel as soon as it is parsed (``madvise``), so the mapped file does not stay
 resident.
