@@ -149,7 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     for b in args.backends:
         cmd = [sys.executable, __file__, "--backend", b, "--world", str(args.world),
-               "--optimize-ddp", str(args.optimize_ddp), "--bucket-cap-mb", str(args.bucket_cap_mb), "--model", args.model]
+               "--optimize-ddp", str(args.optimize_ddp), "--bucket-cap-mb", str(args.bucket_cap_mb),
+               "--model", args.model]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             print(json.dumps({"backend": b, "error": proc.stderr.strip().splitlines()[-1:]}), flush=True)
