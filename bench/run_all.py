@@ -97,15 +97,25 @@ def trace(events: int, trace_dir: str, seed: int = 0) -> str:
     return path
 
 
-def alternate(cmds: dict[str, list[str]], rounds: int) -> dict[str, list[dict]]:
-    """Run each named command once per round, the order rotating every round; the measurements per name."""
+def alternate(cmds: dict[str, list[str]], rounds: int, optional: tuple[str, ...] = (),
+              notes: list[str] | None = None) -> dict[str, list[dict]]:
+    """Run each named command once per round, the order rotating every round; the measurements per name.
+
+    A command in ``optional`` that fails is dropped (its runs too) with a note; any other failing raises."""
     names = list(cmds)
     runs: dict[str, list[dict]] = {n: [] for n in names}
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
+            if n not in runs:
+                continue
             m = bench_proc.measure(cmds[n], env=env())
             print(f"  round {r + 1}/{rounds} {n}: {m['wall_s']:.2f} s, {m['peak_mb']:.0f} MB, rc {m['rc']}",
                   flush=True)
+            if m["rc"] != 0 and n in optional and notes is not None:
+                notes.append(f"{n} skipped: it failed (rc {m['rc']}): {m['stderr_tail'].strip()[-300:]}")
+                print(notes[-1], file=sys.stderr)
+                del runs[n]
+                continue
             if m["rc"] != 0:
                 raise RuntimeError(f"{n} failed (rc {m['rc']}): {show(cmds[n])}\n{m['stderr_tail']}")
             runs[n].append(m)
@@ -116,8 +126,9 @@ def col(runs: list[dict], key: str) -> list[float]:
     return [r[key] for r in runs]
 
 
-def offline(cfg: dict, notes: list[str]) -> list[Figure]:
-    """augment vs upstream; summary vs HTA; diff vs summary: on the generated traces, rounds alternated."""
+def offline(cfg: dict, notes: list[str], figs: list[Figure]) -> None:
+    """augment vs upstream; summary vs HTA; diff vs summary: on the generated traces, rounds alternated.
+    Appends to ``figs`` as each part is measured (a later part failing keeps the earlier ones)."""
     a, b = trace(cfg["events"], cfg["trace_dir"]), trace(cfg["events"], cfg["trace_dir"], seed=1)
     n = cfg["offline_rounds"]
     label = f"{cfg['events']:,}-event trace ({os.path.getsize(a) / 1e6:.0f} MB)"
@@ -127,7 +138,7 @@ def offline(cfg: dict, notes: list[str]) -> list[Figure]:
     upstream = [PY, "-m", "torch._inductor.analysis.profile_analysis", "--augment_trace", a,
                 os.path.join(out_dir, "upstream.json"), "float"]
     runs = alternate({"ours": ours_aug, "upstream": upstream}, n)
-    figs = [
+    figs += [
         Figure("Offline, " + label, "augment: wall", "s", spread(col(runs["ours"], "wall_s")),
                spread(col(runs["upstream"], "wall_s")), "upstream profile_analysis",
                spread(paired_ratios(col(runs["upstream"], "wall_s"), col(runs["ours"], "wall_s"))),
@@ -143,8 +154,10 @@ def offline(cfg: dict, notes: list[str]) -> list[Figure]:
     notes.append(note)
     if ok:
         cmds["hta"] = bench_hta.command(a)
-    runs = alternate(cmds, n)
+    runs = alternate(cmds, n, optional=("hta",), notes=notes)
+    ok = "hta" in runs
     sec = "Offline, " + label
+    at = len(figs)
     figs.append(Figure(sec, "diff A B: wall", "s", spread(col(runs["diff"], "wall_s")),
                        spread(col(runs["summary"], "wall_s")), "one summary",
                        spread(paired_ratios(col(runs["diff"], "wall_s"), col(runs["summary"], "wall_s"))),
@@ -152,22 +165,21 @@ def offline(cfg: dict, notes: list[str]) -> list[Figure]:
                        note=f"B is the same generator with --seed 1 ({os.path.basename(b)})"))
     if ok:
         hta_cmd = [bench_hta.PYTHON, "-c", "<bench_hta.CHILD>", a]
-        figs.insert(2, Figure(sec, "summary: wall", "s", spread(col(runs["summary"], "wall_s")),
+        figs.insert(at, Figure(sec, "summary: wall", "s", spread(col(runs["summary"], "wall_s")),
                               spread(col(runs["hta"], "wall_s")), "HTA load + temporal breakdown",
                               spread(paired_ratios(col(runs["hta"], "wall_s"), col(runs["summary"], "wall_s"))),
                               "speedup HTA/ours", (">=", 10), target_source="issue",
                               commands=[show(summary), show(hta_cmd)]))
-        figs.insert(3, Figure(sec, "summary: peak RSS", "MB", spread(col(runs["summary"], "peak_mb")),
+        figs.insert(at + 1, Figure(sec, "summary: peak RSS", "MB", spread(col(runs["summary"], "peak_mb")),
                               spread(col(runs["hta"], "peak_mb")), "HTA",
                               spread(paired_ratios(col(runs["summary"], "peak_mb"), col(runs["hta"], "peak_mb"))),
                               "ours/HTA", ("<=", 0.5), target_source="issue",
                               note="HTA runs `TraceAnalysis(trace_files={0: path})` + "
                                    "`get_temporal_breakdown(visualize=False)` (bench/bench_hta.py)"))
     else:
-        figs.insert(2, Figure(sec, "summary: wall", "s", spread(col(runs["summary"], "wall_s")),
+        figs.insert(at, Figure(sec, "summary: wall", "s", spread(col(runs["summary"], "wall_s")),
                               commands=[show(summary)], note=note))
-        figs.insert(3, Figure(sec, "summary: peak RSS", "MB", spread(col(runs["summary"], "peak_mb"))))
-    return figs
+        figs.insert(at + 1, Figure(sec, "summary: peak RSS", "MB", spread(col(runs["summary"], "peak_mb"))))
 
 
 def big(cfg: dict) -> list[Figure]:
@@ -281,9 +293,12 @@ def main(argv: list[str] | None = None) -> int:
     for g in groups:
         print(f"== {g}", flush=True)
         try:
-            figs += {"accuracy": lambda: accuracy(cfg, log), "step": lambda: step(cfg, log),
-                     "capture": lambda: capture(cfg, log), "compile": lambda: compile_(cfg, log),
-                     "offline": lambda: offline(cfg, notes), "big": lambda: big(cfg)}[g]()
+            if g == "offline":
+                offline(cfg, notes, figs)
+            else:
+                figs += {"accuracy": lambda: accuracy(cfg, log), "step": lambda: step(cfg, log),
+                         "capture": lambda: capture(cfg, log), "compile": lambda: compile_(cfg, log),
+                         "big": lambda: big(cfg)}[g]()
         except (subprocess.CalledProcessError, RuntimeError, OSError) as e:
             notes.append(f"{g}: FAILED to measure: {str(e).splitlines()[0][:300]}")
             print(notes[-1], file=sys.stderr)
