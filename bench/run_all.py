@@ -276,11 +276,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--orjson", action="store_true",
                     help="run our offline commands with orjson importable (the extra `fast`); default: "
                          "the default install, orjson hidden")
+    ap.add_argument("--rounds", type=int, help="rounds of each offline pairing (default: 3)")
     args = ap.parse_args(argv)
     global WITH_ORJSON
     WITH_ORJSON = args.orjson
     mode = "quick" if args.quick else "full"
-    cfg = MODES[mode]
+    cfg = dict(MODES[mode])
+    if args.rounds:
+        cfg["offline_rounds"] = args.rounds
     groups = args.only or [g for g in GROUPS if not (g == "compile" and not cfg["compile_rounds"])
                            and not (g == "big" and not cfg["big_events"])]
     started, t0 = bench_proc.machine(), datetime.datetime.now()
