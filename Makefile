@@ -5,7 +5,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test setup test-matrix test-models test-browser
+.PHONY: demo test setup test-matrix test-models test-browser bench bench-quick
 
 # numpy: without it torch warns "Failed to initialize NumPy" at import, before anything of ours.
 $(BIN)/.installed: pyproject.toml Makefile
@@ -44,3 +44,12 @@ test-browser: $(BIN)/.installed
 	  $(SUDO) apt-get install -y -q chromium >/dev/null 2>&1; } || true; }
 	@$(HAS_CHROMIUM) || { echo "test-browser: FAILED: no Chromium (not on PATH, and apt-get install -y chromium did not work)"; exit 1; }
 	INDUCTOR_PERF_REQUIRE_BROWSER=1 $(BIN)/python -m pytest -q -ra -m browser tests/browser
+
+# Every performance figure side by side (bench/run_all.py): rewrites the generated part of docs/benchmarks.md
+# with machine, torch version, date and commands. Full: ~30 min, 1M/3M-event traces in /tmp/ip/big, HTA in a
+# throwaway venv (~/.cache/inductor_perf-bench/hta). QUICK=1 or bench-quick: under 2 minutes, small traces.
+bench: $(BIN)/.installed
+	$(BIN)/python bench/run_all.py $(if $(QUICK),--quick)
+
+bench-quick: $(BIN)/.installed
+	$(BIN)/python bench/run_all.py --quick

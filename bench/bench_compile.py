@@ -35,12 +35,14 @@ sys.path.insert(0, sys.argv[2])
 import models  # bench/models.py
 from models import Block
 
-backend, device = sys.argv[1], sys.argv[3]
+backend, device, which = sys.argv[1], sys.argv[3], sys.argv[4]
 models.setup_device(device, "bench_compile child")
 if backend == "inductor_perf":
     models.ensure_backend()
 torch.manual_seed(0)
-if device == "cpu":
+if device == "cpu" and which != "block":
+    model, x = models.cpu_model(which)
+elif device == "cpu":
     model, x = Block(e=64), torch.randn(4, 32, 64)
 else:
     model, x = models.cuda_block()
@@ -63,24 +65,30 @@ BACKENDS = ("inductor", "inductor_perf")
 TARGET_RATIO = 1.05
 
 
-def one(backend: str, device: str = "cpu") -> dict:
-    """Seconds of one cold compile (forward + backward) in a fresh process and cache (``seconds``),
-    and for inductor_perf what it tagged."""
-    with tempfile.TemporaryDirectory(prefix="bench_compile_") as cache:
-        env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
-        env.pop("INDUCTOR_PERF_TRACE_DIR", None)
-        proc = subprocess.run([sys.executable, "-c", CHILD, backend, os.path.dirname(os.path.abspath(__file__)),
-                               device],
-                              env=env, capture_output=True,
-                              text=True, timeout=600)
+def _child(backend: str, device: str, model: str, cache: str) -> dict:
+    env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
+    env.pop("INDUCTOR_PERF_TRACE_DIR", None)
+    proc = subprocess.run([sys.executable, "-c", CHILD, backend, os.path.dirname(os.path.abspath(__file__)),
+                           device, model], env=env, capture_output=True, text=True, timeout=600)
     for line in proc.stdout.splitlines():
         if line.startswith("JSON:"):
             return json.loads(line[5:])
     raise RuntimeError(f"{backend} child failed:\n{proc.stderr[-3000:]}")
 
 
+def one(backend: str, device: str = "cpu", model: str = "block", warm: bool = False) -> dict:
+    """Seconds of one cold compile (forward + backward) in a fresh process and cache (``seconds``),
+    and for inductor_perf what it tagged. ``warm``: then the same compile in a second fresh process
+    over the cache the first one filled (``warm_seconds``: FX graph and AOTAutograd cache hits)."""
+    with tempfile.TemporaryDirectory(prefix="bench_compile_") as cache:
+        out = _child(backend, device, model, cache)
+        if warm:
+            out["warm_seconds"] = _child(backend, device, model, cache)["seconds"]
+    return out
+
+
 def results(device: str, rounds: int, times: dict[str, list[float]], ratios: list[float], ours: dict,
-            stopped_early: str | None) -> dict:
+            stopped_early: str | None, warm: dict[str, list[float]] | None = None) -> dict:
     """The JSON record of the rounds run so far."""
     import models  # bench/models.py (imports torch: after the rounds, or on cuda where it is loaded anyway)
 
@@ -92,13 +100,18 @@ def results(device: str, rounds: int, times: dict[str, list[float]], ratios: lis
             "median_s": med, "min_s": {b: min(v) for b, v in times.items()},
             "max_s": {b: max(v) for b, v in times.items()}, "rounds_s": times,
             "ratio_of_medians": med["inductor_perf"] / med["inductor"],
-            "median_of_round_ratios": statistics.median(ratios), "round_ratios": ratios}
+            "median_of_round_ratios": statistics.median(ratios), "round_ratios": ratios,
+            "warm_rounds_s": warm or {}}
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     ap.add_argument("--rounds", type=int, default=None, help="default 5 on cpu, 3 on cuda")
+    ap.add_argument("--model", default="block", choices=("block", "mlp", "conv"),
+                    help="cpu: the Block at embed 64 (default) or a model of bench/models.CPU_MODELS")
+    ap.add_argument("--warm", action="store_true",
+                    help="also time a warm compile: a second fresh process over the cache the cold one filled")
     ap.add_argument("--budget-s", type=float, default=None,
                     help="start no round that would end past this many seconds from the start, judged by "
                          "the longest round so far (at least one round runs); the table says how many ran")
@@ -117,6 +130,7 @@ def main(argv: list[str] | None = None) -> int:
         gpu = torch.cuda.get_device_name(0)
     times: dict[str, list[float]] = {b: [] for b in BACKENDS}
     ratios: list[float] = []
+    warm_times: dict[str, list[float]] = {}
     ours: dict = {}
     start = time.perf_counter()
     longest = 0.0
@@ -130,10 +144,12 @@ def main(argv: list[str] | None = None) -> int:
             break
         t_round = time.perf_counter()
         order = BACKENDS if r % 2 == 0 else BACKENDS[::-1]
-        got = {b: one(b, args.device) for b in order}
+        got = {b: one(b, args.device, args.model, args.warm) for b in order}
         longest = max(longest, time.perf_counter() - t_round)
         for b in BACKENDS:
             times[b].append(got[b]["seconds"])
+            if args.warm:
+                warm_times.setdefault(b, []).append(got[b]["warm_seconds"])
         ours = got["inductor_perf"]
         ratios.append(got["inductor_perf"]["seconds"] / got["inductor"]["seconds"])
         print(f"round {r + 1}/{rounds}: " + ", ".join(f"{b} {got[b]['seconds']:.2f} s" for b in order),
@@ -141,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             import models
 
-            models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early),
+            models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early, warm_times),
                               quiet=True)
     med = {b: statistics.median(v) for b, v in times.items()}
     if args.device == "cuda" or not ours.get("tagging", True):
@@ -158,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         import models
 
-        models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early))
+        models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early, warm_times))
     return 0
 
 

@@ -5,6 +5,9 @@ round), so machine-load drift falls on every variant alike. Reports the median p
 each variant and its ratio to plain inductor. The tiny model's step is an inference forward (the
 case where a per-call wrapper shows most); the medium model's step is forward + backward.
 
+--models mlp conv block --modes inference training: the CPU models of bench/models.py (what `make
+bench` runs), each variant compiled fresh, the steps per timed block chosen so a block takes --block-s.
+
 Variants:
   inductor              backend="inductor"
   inductor_perf         backend="inductor_perf" with defaults (kernel_profile="auto": off here,
@@ -122,13 +125,70 @@ def bench_size(name: str, rounds: int, device: str = "cpu") -> dict[str, list[fl
     return per
 
 
+def bench_model(name: str, mode: str, rounds: int, variants: list[str], block_s: float) -> dict:
+    """Per-round seconds per step of each variant on CPU model ``name`` (bench/models.CPU_MODELS) in
+    ``mode`` ("inference": a no-grad forward; "training": forward + backward of the sum). Steps per
+    timed block are chosen so that a block of plain inductor takes about ``block_s`` seconds."""
+    fns = {}
+    x = None
+    for variant in variants:
+        model, x = models.cpu_model(name)
+        compiled = torch.compile(model, **VARIANTS[variant])
+
+        def train(inp, compiled=compiled, model=model):
+            compiled(inp).sum().backward()
+            model.zero_grad(set_to_none=True)
+
+        def infer(inp, compiled=compiled):
+            with torch.no_grad():
+                compiled(inp)
+
+        fns[variant] = train if mode == "training" else infer
+        for _ in range(5):  # compile + warm up
+            fns[variant](x)
+    one = block_time(fns[variants[0]], x, 5)
+    steps = max(1, int(block_s / max(one, 1e-7)))
+    per: dict[str, list[float]] = {v: [] for v in variants}
+    for r in range(rounds):
+        for v in variants[r % len(variants):] + variants[:r % len(variants)]:
+            per[v].append(block_time(fns[v], x, steps))
+    return {"steps_per_block": steps, "rounds_s": per}
+
+
+def main_models(args) -> int:
+    """``--models``: each CPU model in each ``--modes``, the ``--variants`` interleaved; JSON per case."""
+    models.ensure_backend()
+    status = models.tagging_status()
+    results = {}
+    for name in args.models:
+        for mode in args.modes:
+            res = bench_model(name, mode, args.rounds, args.variants, args.block_s)
+            med = {v: statistics.median(ts) for v, ts in res["rounds_s"].items()}
+            base = med[args.variants[0]]
+            for v, t in med.items():
+                print(f"{name + '-' + mode:<16}{v:<22}{t * 1e6:>12.1f} us{t / base:>8.3f}")
+            results[f"{name}-{mode}"] = res
+    models.write_json(args.json, {"bench": "step", **models.environment("cpu"), "rounds": args.rounds,
+                                  **status, "tagged": models.tagged_counts(), "target_ratio": TARGET_RATIO,
+                                  "results": results})
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=models.DEVICES, default="cpu")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--sizes", nargs="+", default=list(SIZES), choices=list(SIZES))
     ap.add_argument("--json", metavar="PATH", help="also write the medians and ratios here")
+    ap.add_argument("--models", nargs="+", choices=list(models.CPU_MODELS),
+                    help="instead of --sizes: these CPU models (bench/models.py) in each of --modes")
+    ap.add_argument("--modes", nargs="+", choices=("inference", "training"), default=["inference", "training"])
+    ap.add_argument("--variants", nargs="+", choices=list(VARIANTS), default=["inductor", "inductor_perf"],
+                    help="with --models; the first is the baseline of the ratios")
+    ap.add_argument("--block-s", type=float, default=0.02, help="with --models: seconds per timed block")
     args = ap.parse_args(argv)
+    if args.models:
+        return main_models(args)
     models.setup_device(args.device, "bench_step")
     registration = models.ensure_backend()
     status = models.tagging_status()

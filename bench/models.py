@@ -45,6 +45,43 @@ class Block(nn.Module):
         return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
 
 
+class MLP(nn.Sequential):
+    """The small MLP of the capture bench: Linear → GELU → LayerNorm → Linear → GELU → Linear (input [32, 64])."""
+
+    def __init__(self) -> None:
+        super().__init__(nn.Linear(64, 128), nn.GELU(), nn.LayerNorm(128), nn.Linear(128, 64), nn.GELU(),
+                         nn.Linear(64, 10))
+
+
+class ConvNet(nn.Module):
+    """A small conv net: two 3×3 convs with ReLU, global average pool, a Linear head (input [8, 3, 32, 32])."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(3, 16, 3, padding=1), nn.Conv2d(16, 32, 3, stride=2, padding=1)
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = F.relu(self.c2(F.relu(self.c1(x))))
+        return self.head(x.mean(dim=(2, 3)))
+
+
+# The CPU models the step and accuracy benches share: name -> (factory, input shape).
+CPU_MODELS = {
+    "mlp": (MLP, (32, 64)),
+    "conv": (ConvNet, (8, 3, 32, 32)),
+    "block": (lambda: Block(e=128), (4, 32, 128)),
+}
+
+
+def cpu_model(name: str) -> tuple[nn.Module, torch.Tensor]:
+    """A deterministic fresh instance of CPU model ``name`` (see :data:`CPU_MODELS`) and its input."""
+    factory, shape = CPU_MODELS[name]
+    torch.manual_seed(0)
+    model = factory()
+    return model, torch.randn(*shape)
+
+
 def cuda_block(requires_grad: bool = False) -> tuple[Block, torch.Tensor]:
     """The Block and an input at :data:`CUDA_BLOCK_DIMS`, on the GPU (call :func:`setup_device` first)."""
     d = CUDA_BLOCK_DIMS
