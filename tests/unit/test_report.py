@@ -116,11 +116,12 @@ def test_cli_summary_directory(tmp_path, capsys):
     with gzip.open(tmp_path / "rank1.trace.json.gz", "wt") as f:
         json.dump(t1, f)
     (tmp_path / "rank0.summary.json").write_text("{}")  # our own output: must be skipped
-    assert main(["summary", str(tmp_path), "--format", "json"]) == 0
+    # --per-rank: each trace's own summary (a directory's default is the cross-rank view, test_ranks.py)
+    assert main(["summary", str(tmp_path), "--per-rank", "--format", "json"]) == 0
     docs = json.loads(capsys.readouterr().out)
     assert [d["label"] for d in docs] == ["rank0.json (rank 0 of 2)", "rank1.trace.json.gz (rank 1 of 2)"]
     assert all(d["busy_pct"] == 50.0 for d in docs)
-    assert main(["summary", str(tmp_path)]) == 0
+    assert main(["summary", str(tmp_path), "--per-rank"]) == 0
     out = capsys.readouterr().out
     assert out.count("inductor_perf summary:") == 2
 
