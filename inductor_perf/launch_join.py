@@ -8,7 +8,7 @@ tagged call site down to the kernels it launched (:func:`launched_device_events`
 :func:`replayed_kernels` for a CUDA graph replay), :mod:`inductor_perf.op_costs` from each kernel up
 to the op whose recorded shapes give its cost (:class:`LaunchIndex`).
 
-Pure: events in, indices out; nesting on a thread is :func:`inductor_perf.events.nest_threads`.
+Pure: events in, indices out; nesting on a thread is :func:`inductor_perf.events.nest_columns`.
 """
 
 from __future__ import annotations
@@ -16,13 +16,12 @@ from __future__ import annotations
 import bisect
 import re
 from array import array
-from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
 from .event_cost import AugmentStats
-from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, nest_threads,
-                     number)
+from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, Columns,
+                     nest_columns, new_columns, number)
 
 # Runtime calls that replay a captured CUDA graph (mode="reduce-overhead"): their correlation names
 # every kernel of the replay.
@@ -178,8 +177,8 @@ class LaunchIndex:
 
     def __init__(self, load: Callable[[int], Any]) -> None:
         self.stats = AugmentStats()
-        # (pid, tid) -> [(ts, -dur, i)] of CPU ops, other CPU scopes and runtime calls
-        self.by_thread: dict[tuple[Any, Any], list[tuple[float, float, int]]] = defaultdict(list)
+        # (pid, tid) -> the (ts, -dur, i) columns of CPU ops, other CPU scopes and runtime calls
+        self.by_thread: dict[tuple[Any, Any], Columns] = {}
         self.is_scope: set[int] = set()
         self.ext_to_op: dict[Any, int] = {}
         self.dup_ext: set[Any] = set()
@@ -233,7 +232,12 @@ class LaunchIndex:
         tid = ev.get("tid")
         if type(tid) is not int and type(tid) is not str:
             tid = _key(tid)
-        self.by_thread[(pid, tid)].append((ts, -dur, i))
+        cols = self.by_thread.get((pid, tid))
+        if cols is None:
+            cols = self.by_thread[(pid, tid)] = new_columns()
+        cols[0].append(ts)
+        cols[1].append(-dur)
+        cols[2].append(i)
         if kind == RUNTIME:
             corr = args.get("correlation")
             if corr is not None:
@@ -257,8 +261,7 @@ class LaunchIndex:
         over a later range of events hands this to :meth:`merge`."""
         s = self.stats
         counts = tuple(getattr(s, n) for n in self._COUNTS)
-        return (counts, tuple(dict(self.by_thread) if n == "by_thread" else getattr(self, n)
-                              for n in self._STATE))
+        return (counts, tuple(getattr(self, n) for n in self._STATE))
 
     def merge(self, state: tuple) -> None:
         """Take in the :meth:`state` of an index over events that all come after this one's, as if
@@ -272,8 +275,13 @@ class LaunchIndex:
     def _merge(self, st: dict[str, Any]) -> None:
         """:meth:`merge` of the containers named in :data:`_STATE` (a subclass adds its own)."""
         by_thread = self.by_thread
-        for key, items in st["by_thread"].items():
-            by_thread[key].extend(items)  # nested in parents(); the event index makes every item unique
+        for key, theirs in st["by_thread"].items():
+            cols = by_thread.get(key)
+            if cols is None:
+                by_thread[key] = theirs
+            else:  # nested in parents(); the later range's indices are all larger
+                for mine, more in zip(cols, theirs):
+                    mine.extend(more)
         # Keyed by event index: the two ranges never share a key.
         self.kernels.update(st["kernels"])
         self.copies.update(st["copies"])
@@ -290,7 +298,7 @@ class LaunchIndex:
 
     def parents(self) -> dict[int, int]:
         """Nesting of the CPU-side events per thread: event -> innermost enclosing CPU scope."""
-        return nest_threads(self.by_thread, self.is_scope)[1]
+        return nest_columns(self.by_thread, self.is_scope)
 
     def _flows(self) -> _Flows:
         """Parse the flow events put aside and index the runtime calls by location."""
@@ -309,8 +317,8 @@ class LaunchIndex:
             else:
                 flows.finish[loc] = _k(ev.get("id"))
         is_scope, by_loc = self.is_scope, flows.runtime_by_loc
-        for (pid, tid), items in self.by_thread.items():
-            for ts, _negdur, i in items:
+        for (pid, tid), (starts, _negdur, index) in self.by_thread.items():
+            for ts, i in zip(starts, index):
                 if i not in is_scope:
                     # the later of two runtime calls at one place wins, as for correlations
                     j = by_loc.get((pid, tid, ts))

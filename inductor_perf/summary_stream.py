@@ -77,6 +77,23 @@ _STEP = re.compile(r"^ProfilerStep#(\d+)$")
 _MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
 
 
+class _HostNode:
+    """A host event in a thread's forest: what idle attribution reads of it (name, category, span,
+    nesting), in fewer bytes than a :class:`~inductor_perf.summary_kernels._Ev`."""
+
+    __slots__ = ("name", "cat", "ts", "end", "parent", "children")
+    is_kernel = False
+    args = _NO_ARGS
+
+    def __init__(self, name: str, cat: str, ts: float, end: float) -> None:
+        self.name = name
+        self.cat = cat
+        self.ts = ts
+        self.end = end
+        self.parent: _HostNode | None = None
+        self.children: Any = _LEAF
+
+
 class _Threads:
     """Every host event, per (pid, tid), as flat arrays; names and categories interned."""
 
@@ -100,24 +117,22 @@ class _Threads:
         cols[2].append(n)
         cols[3].append(c)
 
-    def forest(self, key: tuple[Any, Any]) -> list[_Ev]:
+    def forest(self, key: tuple[Any, Any]) -> list[_HostNode]:
         """The thread's top-level events, nested as :func:`summary_kernels._build_forest` nests them
-        (the same order, parents and children), as arg-less :class:`_Ev` nodes. A leaf's ``children``
+        (the same order, parents and children), as :class:`_HostNode` nodes. A leaf's ``children``
         is a shared empty tuple: only the nodes with children get a list."""
         names = list(self.names)
         cats = list(self.cats)
         ts, dur, name, cat = self.cols[key]
-        pid, tid = key
-        nodes: list[Any] = [None] * len(ts)
-        roots: list[_Ev] = []
-        stack: list[tuple[float, _Ev]] = []  # (end, node) of the open events, innermost last
+        roots: list[_HostNode] = []
+        stack: list[tuple[float, _HostNode]] = []  # (end, node) of the open events, innermost last
         for j in _by_start(ts, dur):
-            t, d = ts[j], dur[j]
-            e = nodes[j] = _Ev(names[name[j]], cats[cat[j]], pid, tid, t, d, _NO_ARGS)
-            e.children = _LEAF
+            t = ts[j]
+            end = t + dur[j]
+            e = _HostNode(names[name[j]], cats[cat[j]], t, end)
             # evs.nest_threads(slack=1e-6): the parent is the innermost open event that this one
             # starts inside and ends by (give or take the slack)
-            while stack and not (t < stack[-1][0] and t + d <= stack[-1][0] + 1e-6):
+            while stack and not (t < stack[-1][0] and end <= stack[-1][0] + 1e-6):
                 stack.pop()
             if not stack:
                 roots.append(e)
@@ -127,41 +142,28 @@ class _Threads:
                     up.children = [e]
                 else:
                     up.children.append(e)
-            stack.append((t + d, e))
+            stack.append((end, e))
         return roots
 
 
 def _by_start(ts: array, dur: array) -> list[int]:
-    """Indices sorted by (start, -duration, index), the order of :func:`events.nest_threads`, without
-    a tuple per event: sorted by start (stable), then each run of equal starts by (-duration, index)."""
-    order = sorted(range(len(ts)), key=ts.__getitem__)
-    j = 0
-    n = len(order)
-    while j < n:
-        k = j + 1
-        t = ts[order[j]]
-        while k < n and ts[order[k]] == t:
-            k += 1
-        if k - j > 1:
-            order[j:k] = sorted(order[j:k], key=lambda i: (-dur[i], i))
-        j = k
-    return order
+    """Indices sorted by (start, -duration, index), the order of :func:`events.nest_threads`."""
+    return evs.order_by_start(ts, lambda i: (-dur[i], i))
 
 
 class _Roots:
-    """``TraceKernels.roots`` built lazily: a thread's forest when idle attribution first asks."""
+    """``TraceKernels.roots`` built lazily: a thread's forest when idle attribution asks for it. Not
+    kept here: idle attribution keeps each forest it walks, and lets all go when it is done, before
+    the tables that follow (its nodes are ~130 bytes a host event)."""
 
     def __init__(self, threads: _Threads) -> None:
         self.threads = threads
-        self.built: dict[tuple[Any, Any], list[_Ev]] = {}
 
     def __contains__(self, key: object) -> bool:
         return key in self.threads.cols
 
-    def __getitem__(self, key: tuple[Any, Any]) -> list[_Ev]:
-        if key not in self.built:
-            self.built[key] = self.threads.forest(key)
-        return self.built[key]
+    def __getitem__(self, key: tuple[Any, Any]) -> list[_HostNode]:
+        return self.threads.forest(key)
 
 
 class _Pass:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from inductor_perf.events import nest_threads
+from inductor_perf.events import nest_columns, nest_threads, new_columns
 from inductor_perf.markers import marker_name
 from inductor_perf.tag_join import costs_from_tags
 from inductor_perf.tags import GraphTags, KernelTag, NodeInfo
@@ -186,6 +186,42 @@ def test_nest_threads_parents_order_and_partial_overlaps():
     assert nest_threads({0: [(0.0, -10.0, 0), (1.0, -5.0, 2), (2.0, -1.0, 7)]}, encloses={0})[1] == {2: 0, 7: 0}
     # with a slack, op 4 must end within op 1 (+ slack) to be its child: it goes to op 0 instead
     assert nest_threads({("p", "A"): a}, slack=1e-6)[1] == {1: 0, 2: 1, 4: 0}
+
+
+def _columns(items):
+    """Events as a join indexes them: in index order, as (ts, -dur, index) columns."""
+    cols = new_columns()
+    for ts, negdur, i in sorted(items, key=lambda t: t[2]):
+        cols[0].append(ts)
+        cols[1].append(negdur)
+        cols[2].append(i)
+    return cols
+
+
+def test_nest_columns_nests_as_the_tuples_do():
+    # The same threads as above, hand-checked there: op 4 nests under op 1 (no slack), B's longer
+    # event encloses the shorter one that starts with it, and a runtime call (2) encloses nothing.
+    a = [(10.0, -1.0, 3), (0.0, -10.0, 0), (3.0, -1.0, 2), (2.0, -3.0, 1), (4.0, -5.0, 4)]
+    b = [(5.0, -1.0, 6), (5.0, -2.0, 5)]
+    cols = {("p", "A"): _columns(a), ("p", "B"): _columns(b)}
+    assert nest_columns(cols, {0, 1, 3, 4, 5, 6}) == {1: 0, 2: 1, 4: 1, 6: 5}
+    assert nest_columns({0: _columns([(0.0, -10.0, 0), (1.0, -5.0, 2), (2.0, -1.0, 7)])}, {0}) == {2: 0, 7: 0}
+    # Random threads with ties in start and duration, out-of-order starts and zero durations:
+    # the columns give what the tuples give.
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(200):
+        threads, i, encloses = {}, 0, set()
+        for t in range(rnd.randint(1, 3)):
+            items = []
+            for _ in range(rnd.randint(0, 30)):
+                items.append((float(rnd.randint(0, 20)), -float(rnd.choice([0, 1, 2, 5, 10])), i))
+                if rnd.random() < 0.7:
+                    encloses.add(i)
+                i += 1
+            threads[t] = items
+        assert nest_columns({t: _columns(v) for t, v in threads.items()}, encloses) == nest_threads(threads, encloses)[1]
 
 
 # --- op_costs: one op's cost over its kernels, and the labels of device events --------------------
