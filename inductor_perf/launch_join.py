@@ -173,7 +173,7 @@ class LaunchIndex:
     """
 
     _STATE: tuple[str, ...] = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels",
-                               "flows_later", "copies")
+                               "flows_later", "copies", "graph_launches")
     _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids")
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -188,6 +188,10 @@ class LaunchIndex:
         self.kernels: dict[int, tuple[Any, Any, float]] = {}
         self.copies: dict[int, Copy] = {}
         """The memcpy / memset events among :attr:`kernels`."""
+        self.graph_launches: set[int] = set()
+        """Runtime calls that replay a CUDA graph (:data:`GRAPH_LAUNCHES`)."""
+        self.replayed: set[int] = set()
+        """Device events launched by one of :attr:`graph_launches`, filled by :meth:`launches`."""
         self._load = load
         self.flows_later = array("q")
         """Indices of flow events ("s"/"f"), parsed in :meth:`launches` only if a kernel needs them;
@@ -238,6 +242,9 @@ class LaunchIndex:
             corr = args.get("correlation")
             if corr is not None:
                 self.runtime_by_corr[_k(corr)] = i
+            name = ev.get("name")
+            if type(name) is str and name in GRAPH_LAUNCHES:
+                self.graph_launches.add(i)
             return None
         self.is_scope.add(i)
         if kind == OP:
@@ -278,6 +285,7 @@ class LaunchIndex:
         self.kernels.update(st["kernels"])
         self.copies.update(st["copies"])
         self.is_scope |= st["is_scope"]
+        self.graph_launches |= st["graph_launches"]
         self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in index()
         self.flows_later.extend(st["flows_later"])
         # An External id first seen in the later range is a duplicate when this range has it.
@@ -326,8 +334,9 @@ class LaunchIndex:
     def launches(self, parent: Mapping[int, int]) -> Iterator[tuple[int, int | None]]:
         """``(device event, launching op or None)`` for each kernel, memcpy and memset, in index
         order; ``parent`` is :meth:`parents`. A copy whose event lacks its size or kind gets them
-        from its runtime call (:func:`runtime_copy`) in :attr:`copies`."""
-        kernels, by_corr = self.kernels, self.runtime_by_corr
+        from its runtime call (:func:`runtime_copy`) in :attr:`copies`; a device event replayed by a
+        CUDA graph goes in :attr:`replayed` before it is yielded."""
+        kernels, by_corr, graphs = self.kernels, self.runtime_by_corr, self.graph_launches
         flows: _Flows | None = None
         for k in sorted(kernels):
             corr, ext, _dur = kernels[k]
@@ -336,6 +345,8 @@ class LaunchIndex:
                 if flows is None:
                     flows = self._flows()
                 runtime = flows.runtime_of(self._load(k))
+            if graphs and runtime in graphs:
+                self.replayed.add(k)
             if runtime is not None and k in self.copies:
                 c = self.copies[k]
                 if c.nbytes is None or c.kind is None:

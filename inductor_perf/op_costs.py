@@ -59,7 +59,8 @@ def _precost(args: dict) -> EventCost | None:
     matmul = number(args.get(KERNEL_MATMUL_FLOP))
     return EventCost(flops=flops, matmul_flops=int(matmul) if matmul is not None and 0 <= matmul <= flops else 0,
                      bytes_read=nbytes, bytes_written=0,
-                     cost_source=src if src in ("tag", "triton") else "triton")
+                     cost_source=src if src in ("tag", "triton") else "triton",
+                     bound=evs.LOWER_BOUND if args.get(evs.COST_BOUND) == evs.LOWER_BOUND else None)
 
 
 def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
@@ -246,7 +247,7 @@ class CostJoin(LaunchIndex):
                 # EventCost is frozen: one instance can serve every op with these inputs.
                 result = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
                                    bytes_read=int(result.bytes_read), bytes_written=int(result.bytes_written),
-                                   dtype=result.dtype, cost_source="shapes")
+                                   dtype=result.dtype, cost_source="shapes", bound=result.bound)
             if isinstance(memo_key[1], bytes):
                 # orjson's output keeps its whole write buffer (~4 KB) alive; store a tight copy.
                 memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
@@ -470,8 +471,11 @@ class _Placer:
                     else:
                         g.append(k)
                 else:
-                    labels[k] = self.label(launch, NO_LAUNCH_OP if launch is None else
-                                           UNKNOWN_OP if target is not None else self._reason(launch))
+                    why = (NO_LAUNCH_OP if launch is None else UNKNOWN_OP if target is not None
+                           else self._reason(launch))
+                    if (why is NO_LAUNCH_OP or why == UNKNOWN_OP) and k in join.replayed:  # filled as launches() goes
+                        why = evs.GRAPH_REPLAY
+                    labels[k] = self.label(launch, why)
                 continue
             pre = pres.get(k)
             if pre is not None:
@@ -488,7 +492,7 @@ class _Placer:
                 served.add(target)
         stats.kernels_without_launch += without
         self._split_comm()
-        costed = 0
+        costed = lower = 0
         names, by_name = join.names, self._plain  # the launch_op label of each op name, looked up once
         for i, cost in join.own.items():
             ks = groups.get(i)
@@ -505,7 +509,9 @@ class _Placer:
             else:
                 self._split(i, cost, ks)
             costed += 1
+            lower += cost.bound is not None
         stats.ops_costed = costed
+        stats.ops_lower_bound = lower
         join.labels = labels
         return costs
 
@@ -525,7 +531,8 @@ class _Placer:
         for j, k in enumerate(ks):
             # The costs of shapes and launch args carry only these fields.
             self.costs[k] = EventCost(flops=matmul[j] + other[j], matmul_flops=matmul[j], bytes_read=read[j],
-                                      bytes_written=written[j], dtype=cost.dtype, cost_source=cost.cost_source)
+                                      bytes_written=written[j], dtype=cost.dtype, cost_source=cost.cost_source,
+                                      bound=cost.bound)
             self.labels[k] = label
 
     def _copy(self, k: int, launch: int | None) -> None:
