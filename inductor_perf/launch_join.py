@@ -6,7 +6,8 @@ kernel); the runtime call sits, on its CPU thread, inside the op that made it (o
 carries the op's ``External id``). Both joins use this: :mod:`inductor_perf.tag_join` goes from a
 tagged call site down to the kernels it launched (:func:`launched_device_events`, and
 :func:`replayed_kernels` for a CUDA graph replay), :mod:`inductor_perf.op_costs` from each kernel up
-to the op whose recorded shapes give its cost (:class:`LaunchIndex`).
+to the op whose recorded shapes give its cost (:class:`LaunchIndex`). A memcpy / memset carries its
+own size (:class:`Copy`, :func:`copy_cost`).
 
 Pure: events in, indices out; nesting on a thread is :func:`inductor_perf.events.nest_threads`.
 """
@@ -20,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
-from .event_cost import AugmentStats
+from .event_cost import AugmentStats, EventCost
 from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, nest_threads,
                      number)
 
@@ -151,6 +152,26 @@ def runtime_copy(args: dict, copy: Copy) -> Copy:
         code = _size(args.get("kind"))
         kind = _KIND_CODES.get(code) if code is not None else None
     return Copy(n, kind)
+
+
+# Bytes of a copy of n bytes by kind: (read, written, the roof it is measured against). A DtoD copy
+# reads and writes device memory; a host copy crosses the host link once (the device side written
+# for HtoD, read for DtoH); a peer copy crosses the interconnect once (read here, written there).
+_COPY_RULES: dict[str, tuple[bool, bool, str]] = {
+    "DtoD": (True, True, "hbm"), "memset": (False, True, "hbm"), "HtoD": (False, True, "host_link"),
+    "DtoH": (True, False, "host_link"), "PtoP": (True, False, "interconnect"),
+}
+
+
+def copy_cost(copy: Copy) -> EventCost | None:
+    """The cost of a memcpy / memset (:data:`_COPY_RULES`); None without a size or for a kind
+    without a device roof (HtoH, array copies, unknown)."""
+    rule = _COPY_RULES.get(copy.kind) if copy.kind is not None else None
+    if rule is None or copy.nbytes is None:
+        return None
+    n = copy.nbytes
+    return EventCost(flops=0, matmul_flops=0, bytes_read=n if rule[0] else 0, bytes_written=n if rule[1] else 0,
+                     cost_source="shapes", memory_roof=rule[2])
 
 
 def _size(v: Any) -> int | None:

@@ -21,7 +21,7 @@ from .comm_costs import (ANNOTATION_PREFIX, RPC_NAME, CommInfo, comm_cost, from_
                          normalize_op)
 from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
-from .launch_join import KERNEL, Copy, LaunchIndex
+from .launch_join import KERNEL, LaunchIndex, copy_cost
 from .op_formulas import NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
 from .op_formulas_ext import TBE_PREFIXES, embedding_backward_key, embedding_forward_key, paired_backward_cost
 from .op_meta import PENDING, op_cost_or_reason, wants_cost
@@ -329,8 +329,22 @@ class CostJoin(LaunchIndex):
         if self.tbe_backwards:
             self._pair_tbe()
         parent = self.parents()
+        self._prefer_exact(parent)
         shadowed = self._count_failures(parent)
         return _Placer(self, parent, shadowed, dist_info).place(), self.stats
+
+    def _prefer_exact(self, parent: dict[int, int]) -> None:
+        """A lower bound (``EventCost.bound``) inside an op costed exactly gives way to it: the
+        kernels take the exact cost, and the inner op is not costed (``no_shapes``), as before
+        bounds. E.g. ``aten::sum(x, dtype)`` recorded around ``aten::sum.dim_IntList`` without its dims."""
+        own = self.own
+        for i in [i for i, c in own.items() if c.bound is not None]:
+            p = parent.get(i)
+            while p is not None and (p not in own or own[p].bound is not None):
+                p = parent.get(p)
+            if p is not None:
+                del own[i]
+                self.failed[i] = NO_SHAPES
 
     def _count_failures(self, parent: dict[int, int]) -> set[int]:
         """Count the ops that could not be costed, once per nest; returns the costed ops that a
@@ -378,26 +392,6 @@ def split_shares(total: int, weights: list[int]) -> list[int]:
         for j in order[:left]:
             shares[j] += 1
     return shares
-
-
-# Bytes of a copy of n bytes by kind: (read, written, the roof it is measured against). A DtoD copy
-# reads and writes device memory; a host copy crosses the host link once (the device side written
-# for HtoD, read for DtoH); a peer copy crosses the interconnect once (read here, written there).
-_COPY_RULES: dict[str, tuple[bool, bool, str]] = {
-    "DtoD": (True, True, "hbm"), "memset": (False, True, "hbm"), "HtoD": (False, True, "host_link"),
-    "DtoH": (True, False, "host_link"), "PtoP": (True, False, "interconnect"),
-}
-
-
-def copy_cost(copy: Copy) -> EventCost | None:
-    """The cost of a memcpy / memset (:data:`_COPY_RULES`); None without a size or for a kind
-    without a device roof (HtoH, array copies, unknown)."""
-    rule = _COPY_RULES.get(copy.kind) if copy.kind is not None else None
-    if rule is None or copy.nbytes is None:
-        return None
-    n = copy.nbytes
-    return EventCost(flops=0, matmul_flops=0, bytes_read=n if rule[0] else 0, bytes_written=n if rule[1] else 0,
-                     cost_source="shapes", memory_roof=rule[2])
 
 
 class _Placer:

@@ -8,6 +8,7 @@ Every expected number is hand arithmetic on the fixture's recorded shapes (comme
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -58,12 +59,23 @@ def test_augment_marks_lower_bounds_and_graph_replays(tmp_path):
         assert k[name] == {"correlation": 105, evs.LAUNCH_OP: "CompiledFunction", evs.NOT_COSTED: "graph_replay"}
 
 
-def test_fast_path_writes_the_same(tmp_path):
+@pytest.mark.parametrize("two_processes", [False, True])
+def test_fast_path_writes_the_same(tmp_path, monkeypatch, two_processes):
+    # Fast path first, on a cold signature cache: with its worker forced on, the worker leaves the
+    # bounds to the parent (op_meta.defer_torch), and the graph launch may sit in the other half.
     pytest.importorskip("orjson")
+    from inductor_perf.fastpath import stream as S
+
+    if two_processes and not hasattr(os, "fork"):
+        pytest.skip("no os.fork here")
+    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 0 if two_processes else 1 << 62)
     full, fast = tmp_path / "full.json", tmp_path / "fast.json"
-    s_full = A.augment_file(FIXTURE, full, fast=False)
     s_fast = A.augment_file(FIXTURE, fast, fast=True)
+    s_full = A.augment_file(FIXTURE, full, fast=False)
+    assert (s_fast.worker_maxrss_kb is not None) == two_processes
+    s_fast.worker_maxrss_kb, s_fast.stage_marks = None, ()
     assert json.loads(full.read_text()) == json.loads(fast.read_text()) and s_full == s_fast
+    assert s_fast.ops_lower_bound == 2
 
 
 def test_summary_says_the_lower_bound_share_and_why_replays_are_not_costed(tmp_path, monkeypatch):
@@ -83,3 +95,23 @@ def test_summary_says_the_lower_bound_share_and_why_replays_are_not_costed(tmp_p
     streamed = summary_stream.summarize_file_stream(str(FIXTURE), label_of=lambda h: trace_label(h, FIXTURE.name))
     assert streamed is not None
     assert streamed[0].to_dict() == s.to_dict()
+
+
+def test_exact_op_around_a_lower_bound_wins():
+    # a100 records aten::sum(x, dtype) (exact: every dim reduced) around aten::sum.dim_IntList without
+    # its dims (a lower bound): the kernel takes the outer, exact cost, unmarked.
+    from inductor_perf.op_costs import costs_and_labels
+
+    def x(name, cat, ts, dur, **args):
+        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
+
+    trace = {"traceEvents": [
+        x("aten::sum", "cpu_op", 0, 20, **{"Input Dims": [[1024, 40], []], "Input type": ["float", ""]}),
+        x("aten::sum", "cpu_op", 1, 18, **{"Input Dims": [[1024, 40], [], [], []],
+                                           "Input type": ["float", "", "Scalar", ""]}),
+        x("cudaLaunchKernel", "cuda_runtime", 2, 1, correlation=9),
+        {**x("reduce_kernel", "kernel", 30, 5, correlation=9), "pid": 0, "tid": 7},
+    ]}
+    costs, labels, stats = costs_and_labels(trace)
+    assert costs[3].bound is None and (costs[3].bytes_read, costs[3].bytes_written) == (163_840, 4)
+    assert stats.ops_lower_bound == 0 and labels[3] == {evs.LAUNCH_OP: "aten::sum"}
