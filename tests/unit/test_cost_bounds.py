@@ -97,21 +97,43 @@ def test_summary_says_the_lower_bound_share_and_why_replays_are_not_costed(tmp_p
     assert streamed[0].to_dict() == s.to_dict()
 
 
+def _x(name, cat, ts, dur, **args):
+    return {"ph": "X", "cat": cat, "name": name, "pid": 1 if cat != "kernel" else 0, "tid": 1 if cat != "kernel"
+            else 7, "ts": ts, "dur": dur, "args": args}
+
+
+_OUTER = {"Input Dims": [[1024, 40], []], "Input type": ["float", ""]}  # sum(x, dtype): exact, all dims
+_INNER = {"Input Dims": [[1024, 40], [], [], []], "Input type": ["float", "", "Scalar", ""]}  # dims unrecorded
+
+
 def test_exact_op_around_a_lower_bound_wins():
-    # a100 records aten::sum(x, dtype) (exact: every dim reduced) around aten::sum.dim_IntList without
-    # its dims (a lower bound): the kernel takes the outer, exact cost, unmarked.
+    # a100 records aten::sum(x, dtype) (exact) around aten::sum.dim_IntList without its dims (a
+    # lower bound): the kernel takes the outer, exact cost, unmarked.
     from inductor_perf.op_costs import costs_and_labels
 
-    def x(name, cat, ts, dur, **args):
-        return {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}
-
     trace = {"traceEvents": [
-        x("aten::sum", "cpu_op", 0, 20, **{"Input Dims": [[1024, 40], []], "Input type": ["float", ""]}),
-        x("aten::sum", "cpu_op", 1, 18, **{"Input Dims": [[1024, 40], [], [], []],
-                                           "Input type": ["float", "", "Scalar", ""]}),
-        x("cudaLaunchKernel", "cuda_runtime", 2, 1, correlation=9),
-        {**x("reduce_kernel", "kernel", 30, 5, correlation=9), "pid": 0, "tid": 7},
+        _x("aten::sum", "cpu_op", 0, 20, **_OUTER), _x("aten::sum", "cpu_op", 1, 18, **_INNER),
+        _x("cudaLaunchKernel", "cuda_runtime", 2, 1, correlation=9), _x("reduce_kernel", "kernel", 30, 5, correlation=9),
     ]}
     costs, labels, stats = costs_and_labels(trace)
     assert costs[3].bound is None and (costs[3].bytes_read, costs[3].bytes_written) == (163_840, 4)
     assert stats.ops_lower_bound == 0 and labels[3] == {evs.LAUNCH_OP: "aten::sum"}
+
+
+def test_bound_kept_where_the_exact_op_would_not_carry_its_kernel():
+    # The exact outer op also holds another costed op (aten::add_ of two [1024, 40] floats), which
+    # shadows it: without the bound, the inner op's kernel would have no cost (unknown_op).
+    from inductor_perf.op_costs import costs_and_labels
+
+    add = {"Input Dims": [[1024, 40], [1024, 40], []], "Input type": ["float", "float", "Scalar"]}
+    trace = {"traceEvents": [
+        _x("aten::sum", "cpu_op", 0, 20, **_OUTER), _x("aten::sum", "cpu_op", 1, 8, **_INNER),
+        _x("cudaLaunchKernel", "cuda_runtime", 2, 1, correlation=9), _x("aten::add_", "cpu_op", 10, 8, **add),
+        _x("cudaLaunchKernel", "cuda_runtime", 11, 1, correlation=10),
+        _x("reduce_kernel", "kernel", 30, 5, correlation=9), _x("add_kernel", "kernel", 40, 5, correlation=10),
+    ]}
+    costs, labels, stats = costs_and_labels(trace)
+    assert costs[5].bound == "lower" and labels[5] == {evs.LAUNCH_OP: "aten::sum"}
+    # add_: reads both tensors, writes self: 2 * 163,840 read, 163,840 written; exact
+    assert costs[6].bound is None and (costs[6].bytes_read, costs[6].bytes_written) == (327_680, 163_840)
+    assert stats.ops_lower_bound == 1
