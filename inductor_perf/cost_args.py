@@ -95,6 +95,7 @@ def static_args(cost: EventCost) -> tuple[dict[str, Any], dict[str, Any]]:
         evs.GRAPH_ID: cost.graph_id,
         evs.IS_BACKWARD: cost.is_backward,
         evs.COST_SOURCE: cost.cost_source,
+        evs.COST_BOUND: cost.bound,
         evs.EAGER_OPS: ", ".join(cost.eager_ops) if cost.eager_ops else None,
         evs.KERNEL_DTYPE: str(cost.dtype).removeprefix("torch.") if cost.dtype is not None else None,
         evs.MEMORY_ROOF: cost.memory_roof,

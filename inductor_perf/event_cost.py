@@ -49,6 +49,9 @@ class EventCost:
     comm: "CommCost | None" = None
     """A collective kernel's message (:mod:`inductor_perf.comm_costs`): the event then gets the
     collective's args instead of FLOPs and bytes."""
+    bound: str | None = None
+    """"lower": FLOPs and bytes are a lower bound (an op whose record left out values that change its
+    cost; docs/costs.md), written as ``kernel_cost_bound``. None: the cost itself."""
 
 
 @dataclass
@@ -78,6 +81,8 @@ class AugmentStats:
     triton_costed: int = 0
     tbe_backwards_paired: int = 0
     """Backward embedding-bag (fbgemm TBE) nodes costed from their forward's shapes."""
+    ops_lower_bound: int = 0
+    """Costed ops whose cost is a lower bound (``kernel_cost_bound: "lower"``)."""
     copies_costed: int = 0
     """memcpy / memset events sized from their own ``bytes`` (or the runtime call's ``size``)."""
     copies_unsized: int = 0
@@ -120,7 +125,7 @@ class AugmentStats:
         """Add ``other``'s counts to this one (names and notes are combined)."""
         for f in ("events", "cpu_ops", "device_kernels", "ops_costed", "ops_without_shapes", "ops_bad_shapes",
                   "unknown_dtypes", "kernels_without_launch", "duplicate_external_ids",
-                  "ops_with_several_kernels", "triton_costed", "nonpositive_dur", "non_finite_inputs",
+                  "ops_with_several_kernels", "triton_costed", "nonpositive_dur", "non_finite_inputs", "ops_lower_bound",
                   "events_labelled", "copies_costed", "copies_unsized", "collectives_sized", "collectives_unsized"):
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.unknown_dtype_names = tuple(sorted(set(self.unknown_dtype_names) | set(other.unknown_dtype_names)))
@@ -138,6 +143,9 @@ class AugmentStats:
                        "(profile with record_shapes=True)")
         if self.ops_bad_shapes:
             out.append(f"{self.ops_bad_shapes} ops with shapes that do not fit the op")
+        if self.ops_lower_bound:
+            out.append(f"{self.ops_lower_bound} ops costed as a lower bound (kernel_cost_bound: lower; their "
+                       "records leave out values that change the cost)")
         if self.unknown_dtypes:
             names = ", ".join(self.unknown_dtype_names[:5])
             out.append(f"{self.unknown_dtypes} ops with unknown dtypes ({names})")

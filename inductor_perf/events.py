@@ -41,6 +41,7 @@ KERNEL_DTYPE = "kernel_dtype"                    # "bfloat16": the dtype whose r
 # event got no cost.
 LAUNCH_OP = "launch_op"                          # "aten::mm": the CPU op that launched this device event
 NOT_COSTED = "not_costed"                        # why no cost: one of NOT_COSTED_REASONS
+COST_BOUND = "kernel_cost_bound"                 # "lower": FLOPs and bytes are a lower bound (docs/costs.md)
 # Collectives (nccl-tests' definitions, docs/costs.md) and the roof achieved_bandwidth_pct is against.
 COMM_OP = "comm_op"                              # "all_reduce", "all_to_all", "send_recv", ...
 COMM_BYTES = "comm_bytes"                        # int: the collective's message size S in bytes
@@ -54,14 +55,25 @@ NOT_COSTED_REASONS = (
     "unknown_op",     # an op we have no cost rule for (nor torch's shape rules)
     "bad_shapes",     # the op's shape rule refused the recorded inputs
     "unknown_dtype",  # an Input type we cannot size
-    "no_launch_op",   # no CPU op found for the kernel (CUDA graph replay, lost correlation)
+    "no_launch_op",   # no CPU op found for the kernel (lost correlation)
+    "graph_replay",   # replayed by cudaGraphLaunch: the kernels of a captured CUDA graph have no op records
 )
+
+GRAPH_REPLAY = "graph_replay"
+"""The reason of a kernel of a CUDA graph replay (``cudaGraphLaunch``): no op recorded the shapes of
+the kernels captured in the graph, so it is never costed from the op around the launch
+(``CompiledFunction``)."""
+
+LOWER_BOUND = "lower"
+"""The :data:`COST_BOUND` value of a cost that is a lower bound: the op's record left out values
+that change its cost, and the least cost over every value torch accepts was taken."""
 
 ADDED_ARG_KEYS = (
     KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
     ACHIEVED_TFLOPS, ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND,
     SOURCE, MODULE_PATH, NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE, EAGER_OPS,
-    KERNEL_DTYPE, LAUNCH_OP, NOT_COSTED, COMM_OP, COMM_BYTES, GROUP_SIZE, ALGBW_GBPS, BUSBW_GBPS, MEMORY_ROOF,
+    KERNEL_DTYPE, LAUNCH_OP, NOT_COSTED, COST_BOUND, COMM_OP, COMM_BYTES, GROUP_SIZE, ALGBW_GBPS, BUSBW_GBPS,
+    MEMORY_ROOF,
 )
 
 # Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces

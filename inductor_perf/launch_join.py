@@ -6,7 +6,8 @@ kernel); the runtime call sits, on its CPU thread, inside the op that made it (o
 carries the op's ``External id``). Both joins use this: :mod:`inductor_perf.tag_join` goes from a
 tagged call site down to the kernels it launched (:func:`launched_device_events`, and
 :func:`replayed_kernels` for a CUDA graph replay), :mod:`inductor_perf.op_costs` from each kernel up
-to the op whose recorded shapes give its cost (:class:`LaunchIndex`).
+to the op whose recorded shapes give its cost (:class:`LaunchIndex`). A memcpy / memset carries its
+own size (:class:`Copy`, :func:`copy_cost`).
 
 Pure: events in, indices out; nesting on a thread is :func:`inductor_perf.events.nest_columns`.
 """
@@ -19,7 +20,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Mapping
 
-from .event_cost import AugmentStats
+from .event_cost import AugmentStats, EventCost
 from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, Columns,
                      nest_columns, new_columns, number)
 
@@ -152,6 +153,26 @@ def runtime_copy(args: dict, copy: Copy) -> Copy:
     return Copy(n, kind)
 
 
+# Bytes of a copy of n bytes by kind: (read, written, the roof it is measured against). A DtoD copy
+# reads and writes device memory; a host copy crosses the host link once (the device side written
+# for HtoD, read for DtoH); a peer copy crosses the interconnect once (read here, written there).
+_COPY_RULES: dict[str, tuple[bool, bool, str]] = {
+    "DtoD": (True, True, "hbm"), "memset": (False, True, "hbm"), "HtoD": (False, True, "host_link"),
+    "DtoH": (True, False, "host_link"), "PtoP": (True, False, "interconnect"),
+}
+
+
+def copy_cost(copy: Copy) -> EventCost | None:
+    """The cost of a memcpy / memset (:data:`_COPY_RULES`); None without a size or for a kind
+    without a device roof (HtoH, array copies, unknown)."""
+    rule = _COPY_RULES.get(copy.kind) if copy.kind is not None else None
+    if rule is None or copy.nbytes is None:
+        return None
+    n = copy.nbytes
+    return EventCost(flops=0, matmul_flops=0, bytes_read=n if rule[0] else 0, bytes_written=n if rule[1] else 0,
+                     cost_source="shapes", memory_roof=rule[2])
+
+
 def _size(v: Any) -> int | None:
     """A byte count from a number or a decimal string ("2560"), else None."""
     if isinstance(v, str):
@@ -172,7 +193,7 @@ class LaunchIndex:
     """
 
     _STATE: tuple[str, ...] = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels",
-                               "flows_later", "copies")
+                               "flows_later", "copies", "graph_launches")
     _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids")
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -187,6 +208,10 @@ class LaunchIndex:
         self.kernels: dict[int, tuple[Any, Any, float]] = {}
         self.copies: dict[int, Copy] = {}
         """The memcpy / memset events among :attr:`kernels`."""
+        self.graph_launches: set[int] = set()
+        """Runtime calls that replay a CUDA graph (:data:`GRAPH_LAUNCHES`)."""
+        self.replayed: set[int] = set()
+        """Device events launched by one of :attr:`graph_launches`, filled by :meth:`launches`."""
         self._load = load
         self.flows_later = array("q")
         """Indices of flow events ("s"/"f"), parsed in :meth:`launches` only if a kernel needs them;
@@ -242,6 +267,9 @@ class LaunchIndex:
             corr = args.get("correlation")
             if corr is not None:
                 self.runtime_by_corr[_k(corr)] = i
+            name = ev.get("name")
+            if type(name) is str and name in GRAPH_LAUNCHES:
+                self.graph_launches.add(i)
             return None
         self.is_scope.add(i)
         if kind == OP:
@@ -286,6 +314,7 @@ class LaunchIndex:
         self.kernels.update(st["kernels"])
         self.copies.update(st["copies"])
         self.is_scope |= st["is_scope"]
+        self.graph_launches |= st["graph_launches"]
         self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in index()
         self.flows_later.extend(st["flows_later"])
         # An External id first seen in the later range is a duplicate when this range has it.
@@ -334,8 +363,9 @@ class LaunchIndex:
     def launches(self, parent: Mapping[int, int]) -> Iterator[tuple[int, int | None]]:
         """``(device event, launching op or None)`` for each kernel, memcpy and memset, in index
         order; ``parent`` is :meth:`parents`. A copy whose event lacks its size or kind gets them
-        from its runtime call (:func:`runtime_copy`) in :attr:`copies`."""
-        kernels, by_corr = self.kernels, self.runtime_by_corr
+        from its runtime call (:func:`runtime_copy`) in :attr:`copies`; a device event replayed by a
+        CUDA graph goes in :attr:`replayed` before it is yielded."""
+        kernels, by_corr, graphs = self.kernels, self.runtime_by_corr, self.graph_launches
         flows: _Flows | None = None
         for k in sorted(kernels):
             corr, ext, _dur = kernels[k]
@@ -344,6 +374,8 @@ class LaunchIndex:
                 if flows is None:
                     flows = self._flows()
                 runtime = flows.runtime_of(self._load(k))
+            if graphs and runtime in graphs:
+                self.replayed.add(k)
             if runtime is not None and k in self.copies:
                 c = self.copies[k]
                 if c.nbytes is None or c.kind is None:

@@ -2,37 +2,29 @@
 op's FLOPs and bytes (:mod:`inductor_perf.op_formulas`), counted once.
 
 An op's cost goes on the device kernels it launched (found by :mod:`inductor_perf.launch_join`;
-split over them by duration when several, :func:`split_shares`), else on the CPU op itself; of
-nested ops with formulas only the innermost one that could be costed counts. memcpy / memset
-events carry their own bytes, collective kernels their message (:mod:`inductor_perf.comm_costs`).
-Every device event also gets a label (:attr:`CostJoin.labels`): the op that launched it, and why it
-has no cost when it has none.
+split over them by duration when several), else on the CPU op itself; of nested ops with formulas
+only the innermost one that could be costed counts. memcpy / memset events carry their own bytes,
+collective kernels their message (:mod:`inductor_perf.comm_costs`). Every device event also gets a
+label (:attr:`CostJoin.labels`): the op that launched it, and why it has no cost when it has none.
+Where each cost goes is :mod:`inductor_perf.cost_placing`'s.
 """
 
 from __future__ import annotations
 
 import importlib
 from array import array
-from dataclasses import replace
 from typing import Any, Callable, Mapping
 
 from . import events as evs
-from .comm_costs import (ANNOTATION_PREFIX, RPC_NAME, CommInfo, comm_cost, from_annotation, from_args, is_comm_kernel,
-                         normalize_op)
+from .comm_costs import ANNOTATION_PREFIX, RPC_NAME, CommInfo, from_annotation, from_args, is_comm_kernel, normalize_op
+from .cost_placing import Label, Placer
 from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
-from .launch_join import KERNEL, Copy, LaunchIndex
+from .launch_join import KERNEL, LaunchIndex
 from .op_formulas import NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
 from .op_formulas_ext import TBE_PREFIXES, embedding_backward_key, embedding_forward_key, paired_backward_cost
 from .op_meta import PENDING, op_cost_or_reason, wants_cost
 from .trace_format import validate_trace
-
-Label = Mapping[str, Any]
-"""The args a device event gets besides its cost: ``launch_op``, ``not_costed`` (and ``comm_op``
-for a collective with no recorded size)."""
-
-
-NO_LAUNCH_OP = "no_launch_op"
 
 
 def warm_up() -> None:
@@ -59,7 +51,8 @@ def _precost(args: dict) -> EventCost | None:
     matmul = number(args.get(KERNEL_MATMUL_FLOP))
     return EventCost(flops=flops, matmul_flops=int(matmul) if matmul is not None and 0 <= matmul <= flops else 0,
                      bytes_read=nbytes, bytes_written=0,
-                     cost_source=src if src in ("tag", "triton") else "triton")
+                     cost_source=src if src in ("tag", "triton") else "triton",
+                     bound=evs.LOWER_BOUND if args.get(evs.COST_BOUND) == evs.LOWER_BOUND else None)
 
 
 def costs_from_shapes(trace: dict) -> tuple[dict[int, EventCost], AugmentStats]:
@@ -246,7 +239,7 @@ class CostJoin(LaunchIndex):
                 # EventCost is frozen: one instance can serve every op with these inputs.
                 result = EventCost(flops=int(result.flops), matmul_flops=int(result.matmul_flops),
                                    bytes_read=int(result.bytes_read), bytes_written=int(result.bytes_written),
-                                   dtype=result.dtype, cost_source="shapes")
+                                   dtype=result.dtype, cost_source="shapes", bound=result.bound)
             if isinstance(memo_key[1], bytes):
                 # orjson's output keeps its whole write buffer (~4 KB) alive; store a tight copy.
                 memo_key = (memo_key[0], memoryview(memo_key[1]).tobytes())
@@ -328,8 +321,38 @@ class CostJoin(LaunchIndex):
         if self.tbe_backwards:
             self._pair_tbe()
         parent = self.parents()
+        self._prefer_exact(parent)
         shadowed = self._count_failures(parent)
-        return _Placer(self, parent, shadowed, dist_info).place(), self.stats
+        return Placer(self, parent, shadowed, dist_info).place(), self.stats
+
+    def _prefer_exact(self, parent: dict[int, int]) -> None:
+        """A lower bound (``EventCost.bound``) inside an op costed exactly gives way to it when that
+        op would then carry its kernels (no other costed op inside shadows it): the inner op is not
+        costed (``no_shapes``), as before bounds. E.g. ``aten::sum(x, dtype)`` recorded around
+        ``aten::sum.dim_IntList`` without its dims."""
+        own = self.own
+        under: dict[int, list[int]] = {}  # exact op -> the bounds nearest inside it
+        for i in [i for i, c in own.items() if c.bound is not None]:
+            p = parent.get(i)
+            while p is not None and (p not in own or own[p].bound is not None):
+                p = parent.get(p)
+            if p is not None:
+                under.setdefault(p, []).append(i)
+        if not under:
+            return  # the usual case: no walk over every costed op
+        inner = {i for bounds in under.values() for i in bounds}
+        shadowed: set[int] = set()  # as _count_failures decides it, without those bounds
+        for i in own:
+            p = parent.get(i) if i not in inner else None
+            while p is not None:
+                if p in under and (own[i].matmul_flops or not own[p].matmul_flops):
+                    shadowed.add(p)
+                p = parent.get(p)
+        for p, bounds in under.items():
+            if p not in shadowed:
+                for i in bounds:
+                    del own[i]
+                    self.failed[i] = NO_SHAPES
 
     def _count_failures(self, parent: dict[int, int]) -> set[int]:
         """Count the ops that could not be costed, once per nest; returns the costed ops that a
@@ -359,229 +382,6 @@ class CostJoin(LaunchIndex):
                 stats.ops_bad_shapes += 1
         stats.unknown_dtype_names = tuple(sorted(unknown_names))
         return shadowed
-
-
-def split_shares(total: int, weights: list[int]) -> list[int]:
-    """``total`` split in proportion to ``weights`` (non-negative ints, not all 0) into ints that
-    sum to exactly ``total``: each gets the floor of its exact share, and what the floors leave goes
-    one by one to the largest remainders (the earlier on a tie).
-
-    >>> split_shares(10, [1, 1, 1])
-    [4, 3, 3]
-    """
-    w_sum = sum(weights)
-    shares = [total * w // w_sum for w in weights]
-    left = total - sum(shares)
-    if left:
-        order = sorted(range(len(weights)), key=lambda j: (-(total * weights[j] % w_sum), j))
-        for j in order[:left]:
-            shares[j] += 1
-    return shares
-
-
-# Bytes of a copy of n bytes by kind: (read, written, the roof it is measured against). A DtoD copy
-# reads and writes device memory; a host copy crosses the host link once (the device side written
-# for HtoD, read for DtoH); a peer copy crosses the interconnect once (read here, written there).
-_COPY_RULES: dict[str, tuple[bool, bool, str]] = {
-    "DtoD": (True, True, "hbm"), "memset": (False, True, "hbm"), "HtoD": (False, True, "host_link"),
-    "DtoH": (True, False, "host_link"), "PtoP": (True, False, "interconnect"),
-}
-
-
-def copy_cost(copy: Copy) -> EventCost | None:
-    """The cost of a memcpy / memset (:data:`_COPY_RULES`); None without a size or for a kind
-    without a device roof (HtoH, array copies, unknown)."""
-    rule = _COPY_RULES.get(copy.kind) if copy.kind is not None else None
-    if rule is None or copy.nbytes is None:
-        return None
-    n = copy.nbytes
-    return EventCost(flops=0, matmul_flops=0, bytes_read=n if rule[0] else 0, bytes_written=n if rule[1] else 0,
-                     cost_source="shapes", memory_roof=rule[2])
-
-
-class _Placer:
-    """:meth:`CostJoin.finish`'s placing of costs on events, and the labels of device events."""
-
-    def __init__(self, join: CostJoin, parent: dict[int, int], shadowed: set[int],
-                 dist_info: Mapping[str, Any] | None) -> None:
-        self.join, self.parent, self.shadowed, self.dist_info = join, parent, shadowed, dist_info
-        self.costs: dict[int, EventCost] = {}
-        self.labels: dict[int, Label] = {}
-        self.comm_groups: dict[int, list[int]] = {}
-        """Sizing scope (or the kernel itself, sized by its own args) -> its collective kernels."""
-        self._label_cache: dict[tuple[Any, ...], Label] = {}
-        self._plain: dict[str | None, Label] = {}
-        """Op name -> the label of a costed kernel it launched (no reason, no collective)."""
-
-    def label(self, op: int | None, reason: str | None = None, comm_op: str | None = None) -> Label:
-        """The (shared) label dict of an event launched by ``op`` with no cost for ``reason``."""
-        name = self.join.names.get(op) if op is not None else None
-        key = (name, reason, comm_op)
-        got = self._label_cache.get(key)
-        if got is None:
-            got = {}
-            if name is not None:
-                got[evs.LAUNCH_OP] = name
-            if comm_op is not None:
-                got[evs.COMM_OP] = comm_op
-            if reason is not None:
-                got[evs.NOT_COSTED] = reason
-            got = self._label_cache[key] = got
-            if reason is None and comm_op is None:
-                self._plain[name] = got
-        return got
-
-    def _reason(self, launch: int) -> str:
-        """Why a kernel launched by ``launch`` (no costed op above it) has no cost: the reason of the
-        innermost op above it that has a formula, else "unknown_op"."""
-        failed, parent = self.join.failed, self.parent
-        p: int | None = launch
-        while p is not None:
-            r = failed.get(p)
-            if r is not None:
-                r = r.split(":", 1)[0]
-                return r if r in evs.NOT_COSTED_REASONS else "bad_shapes"
-            p = parent.get(p)
-        return UNKNOWN_OP
-
-    def place(self) -> dict[int, EventCost]:
-        """Costs by event index; fills the join's :attr:`~CostJoin.labels` and stats."""
-        join, stats, costs, labels = self.join, self.join.stats, self.costs, self.labels
-        own, parent, shadowed, pres = join.own, self.parent, self.shadowed, join.pre
-        groups: dict[int, int | list[int]] = {}  # costed op -> its kernel, or its kernels in index order
-        served: set[int] = set()  # costed ops whose work other events carry (launch args, copies, collectives)
-        special = pres.keys() | join.comm_kernels.keys() | join.copies.keys()
-        without = 0
-        for k, launch in join.launches(parent):
-            target = launch  # the innermost costed op at or above the launch (a hot loop: inlined)
-            while target is not None and target not in own:
-                target = parent.get(target)
-            if launch is None:
-                without += 1
-            if k not in special:
-                # A costed op shadowed by a costed op inside it still carries the kernels it
-                # launched itself (a fused backward node around its buffer fills).
-                if target is not None and (target not in shadowed or target == launch):
-                    g = groups.get(target)
-                    if g is None:
-                        groups[target] = k  # most ops launch one kernel: a list only for a second
-                    elif type(g) is int:
-                        groups[target] = [g, k]
-                    else:
-                        g.append(k)
-                else:
-                    labels[k] = self.label(launch, NO_LAUNCH_OP if launch is None else
-                                           UNKNOWN_OP if target is not None else self._reason(launch))
-                continue
-            pre = pres.get(k)
-            if pre is not None:
-                costs[k] = pre
-                stats.triton_costed += 1
-                labels[k] = self.label(launch)
-            elif k in join.comm_kernels:
-                self._comm(k, launch)
-            else:
-                self._copy(k, launch)
-                if target is not None and own[target].flops:
-                    continue  # a copy does not do the op's arithmetic (the GEMM beside a memset)
-            if target is not None:
-                served.add(target)
-        stats.kernels_without_launch += without
-        self._split_comm()
-        costed = 0
-        names, by_name = join.names, self._plain  # the launch_op label of each op name, looked up once
-        for i, cost in join.own.items():
-            ks = groups.get(i)
-            if ks is None:
-                if i in shadowed or i in served:
-                    continue
-                costs[i] = cost
-            elif type(ks) is int:  # _split's common case, inlined
-                k = ks
-                costs[k] = cost
-                name = names.get(i)
-                label = by_name.get(name)
-                labels[k] = label if label is not None else self.label(i)
-            else:
-                self._split(i, cost, ks)
-            costed += 1
-        stats.ops_costed = costed
-        join.labels = labels
-        return costs
-
-    def _split(self, op: int, cost: EventCost, ks: list[int]) -> None:
-        """Put ``cost`` on the kernels ``ks`` (two or more) of ``op``, in proportion to their durations
-        (:func:`split_shares`, in ns; equal shares when none has a duration)."""
-        label = self.label(op)
-        self.join.stats.ops_with_several_kernels += 1
-        kernels = self.join.kernels
-        w = [max(0, round(kernels[k][2] * 1000)) for k in ks]
-        if not any(w):
-            w = [1] * len(ks)
-        matmul = split_shares(cost.matmul_flops, w)
-        other = split_shares(cost.flops - cost.matmul_flops, w)
-        read = split_shares(cost.bytes_read, w)
-        written = split_shares(cost.bytes_written, w)
-        for j, k in enumerate(ks):
-            # The costs of shapes and launch args carry only these fields.
-            self.costs[k] = EventCost(flops=matmul[j] + other[j], matmul_flops=matmul[j], bytes_read=read[j],
-                                      bytes_written=written[j], dtype=cost.dtype, cost_source=cost.cost_source)
-            self.labels[k] = label
-
-    def _copy(self, k: int, launch: int | None) -> None:
-        """A memcpy / memset carries its own bytes (:func:`copy_cost`), whatever op launched it."""
-        copy = self.join.copies[k]
-        cost = copy_cost(copy)
-        if cost is None:
-            self.join.stats.copies_unsized += 1
-            self.labels[k] = self.label(launch, NO_SHAPES if copy.nbytes is None else UNKNOWN_OP)
-            return
-        self.join.stats.copies_costed += 1
-        self.costs[k] = cost
-        self.labels[k] = self.label(launch)
-
-    def _comm(self, k: int, launch: int | None) -> None:
-        """A collective kernel's cost from its own args and its enclosing scopes (nearest first;
-        ``record_param_comms`` before ``nccl:*``, whose sizes are less direct)."""
-        join = self.join
-        name_op, own = join.comm_kernels[k]
-        sources: list[tuple[str, CommInfo]] = [("kernel", own)] if own is not None else []
-        scopes: dict[str, int] = {}
-        annotations: list[tuple[str, CommInfo]] = []
-        p = launch
-        while p is not None:
-            got = join.comm_scopes.get(p)
-            if got is not None:
-                (sources if got[0] == RPC_NAME else annotations).append(got)
-                scopes.setdefault(got[0], p)
-            p = self.parent.get(p)
-        sources += annotations
-        cost = comm_cost(name_op or "", sources, self.dist_info)
-        if cost is None:
-            join.stats.collectives_unsized += 1
-            op = next((i.op for _s, i in sources if i.op is not None), name_op)
-            self.labels[k] = self.label(launch, NO_LAUNCH_OP if launch is None else NO_SHAPES, op)
-            return
-        join.stats.collectives_sized += 1
-        self.costs[k] = EventCost(flops=0, matmul_flops=0, bytes_read=0, bytes_written=0, memory_roof="interconnect",
-                                  comm=cost)
-        scope = scopes.get(cost.size_source)
-        self.labels[k] = self.label(scope if scope is not None else launch)
-        self.comm_groups.setdefault(scope if scope is not None else k, []).append(k)
-
-    def _split_comm(self) -> None:
-        """S of a scope that launched several collective kernels, split over them by duration
-        (:func:`split_shares`): each then reads as the group's rate."""
-        kernels = self.join.kernels
-        for ks in self.comm_groups.values():
-            if len(ks) < 2:
-                continue
-            w = [max(0, round(kernels[k][2] * 1000)) for k in ks]
-            if not any(w):
-                w = [1] * len(ks)
-            whole = self.costs[ks[0]].comm
-            for k, share in zip(ks, split_shares(whole.nbytes, w)):
-                self.costs[k] = replace(self.costs[k], comm=replace(whole, nbytes=share))
 
 
 def _has_recognized_ancestor(i: int, parent: dict[int, int], recognized: set[int]) -> bool:

@@ -22,6 +22,8 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+from .events import LOWER_BOUND
+
 log = logging.getLogger(__name__)
 
 ATEN_PREFIX = "aten::"
@@ -65,6 +67,27 @@ class OpCost:
     bytes_written: int
     dtype: str
     """The dtype's name as torch spells it ("bfloat16"); see :func:`parse_dtype_name`."""
+    bound: str | None = None
+    """None: the op's cost; "lower" (:data:`inductor_perf.events.LOWER_BOUND`): a lower bound, the
+    record leaving out values that change the cost (docs/costs.md)."""
+
+
+def lower_bound(costs: list[OpCost]) -> OpCost | str:
+    """The least cost over ``costs`` (the costs of one op's record under each value torch accepts
+    for what it did not record; two or more, in the order tried), marked ``bound="lower"``: each of
+    FLOPs, matmul FLOPs, bytes read and bytes written is its own minimum, so each number, and their
+    sum, is at most what any candidate costs. Its dtype is that of the first candidate moving the
+    fewest bytes. No bytes and no FLOPs (a bound that says nothing): :data:`NO_SHAPES`.
+
+    >>> lower_bound([OpCost(8, 0, 32, 8, "float32"), OpCost(8, 0, 32, 4, "float32")])
+    OpCost(flops=8, matmul_flops=0, bytes_read=32, bytes_written=4, dtype='float32', bound='lower')
+    """
+    least = min(costs, key=lambda c: c.bytes_read + c.bytes_written)
+    got = OpCost(min(c.flops for c in costs), min(c.matmul_flops for c in costs), min(c.bytes_read for c in costs),
+                 min(c.bytes_written for c in costs), least.dtype, LOWER_BOUND)
+    if not (got.flops or got.bytes_read or got.bytes_written):
+        return NO_SHAPES
+    return got
 
 
 def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch",)) -> None:

@@ -15,6 +15,7 @@ import bisect
 import math
 from typing import Any, Callable, Sequence
 
+from .events import LOWER_BOUND
 from .op_formulas import BAD_SHAPES, NO_SHAPES, UNKNOWN_DTYPE, OpCost, Refused, parse_dtype_name, recorded
 
 _ITEM = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "uint8": 1, "int8": 1,
@@ -124,7 +125,7 @@ def embedding_backward_cost(grad: Sequence[int], fwd_args: dict | None, name: st
     one momentum value per row). Without the forward record: the grad alone, a lower bound."""
     grad_bytes = _numel(grad) * 4
     if fwd_args is None:
-        return OpCost(0, 0, grad_bytes, 0, "float32")
+        return OpCost(0, 0, grad_bytes, 0, "float32", LOWER_BOUND)
     a = _Args(fwd_args)
     tables, batch, n_idx, mean_d, w_dtype = embedding_lookup_shape(a, name)
     if len(grad) != 2 or grad[0] != batch:

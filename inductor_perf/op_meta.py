@@ -26,16 +26,19 @@ from typing import Any, Iterator
 
 from . import config
 from .op_formulas import (ATEN_PREFIX, BAD_SHAPES, NO_SHAPES, OP_FORMULAS, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost,
-                          Refused, _import_torch_elsewhere, parse_dtype_name, recorded)
+                          Refused, _import_torch_elsewhere, lower_bound, parse_dtype_name, recorded)
 from .op_formulas import op_cost_or_reason as formula_cost_or_reason
 from .op_formulas_ext import ext_cost_or_reason, ext_formula
 
 log = logging.getLogger(__name__)
 
-RULES_VERSION = 2  # bumped whenever a rule below changes what a signature costs (in the cache's name)
+RULES_VERSION = 3  # bumped whenever a rule below changes what a signature costs (in the cache's name)
+# 3: candidates that disagree give a lower bound (was no_shapes); unrecorded bool lists enumerated.
 
 _MAX_TRIES = 64
 """Most combinations of unrecorded values tried for one op (each is one meta call)."""
+
+_MAX_BOOL_LIST = 4  # the longest unrecorded bool list (bool[3] output_mask) whose 2**n values are tried
 
 # Allocations: no kernel touches the memory they return.
 _ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided",
@@ -182,8 +185,16 @@ def _candidates(rec: Record, i: int, arg: Any, rank: int) -> list[Any] | None:
 
 
 def _unknown_list(arg: Any, rank: int, optional: bool, shape: Any = None) -> list[Any]:
-    """Every value of an unrecorded ``dim`` list (all subsets of the dims) or ``*shape`` list
-    (every suffix of the input's shape: ``normalized_shape``); else Refused."""
+    """Every value of an unrecorded ``dim`` list (all subsets of the dims), ``*shape`` list
+    (every suffix of the input's shape: ``normalized_shape``) or short fixed-size bool list (all
+    2**n masks: ``output_mask``); else Refused."""
+    t = arg.real_type
+    inner = t.getElementType() if t.kind() == "OptionalType" else t
+    if inner.kind() == "ListType" and inner.getElementType().kind() == "BoolType":
+        n = getattr(arg, "N", None)
+        if type(n) is not int or not 0 < n <= _MAX_BOOL_LIST:
+            raise Refused(NO_SHAPES)
+        return [list(m) for m in itertools.product((False, True), repeat=n)] + ([None] if optional else [])
     if "shape" in arg.name and shape is not None:
         return [list(shape[k:]) for k in range(len(shape))]
     if "dim" not in arg.name:
@@ -423,19 +434,19 @@ def _evaluate(name: str, rec: Record) -> OpCost | str:
                 # A composite op launches nothing itself: its children (recorded too) carry the
                 # kernels. Decided before running it: its decomposition may warn on meta tensors.
                 return UNKNOWN_OP
-            costs = set()
+            costs: dict[OpCost, None] = {}  # distinct, in the order tried (a set's order is the hashes')
             for values in _tries(cands):
                 try:
-                    costs.add(_run(op, values))
+                    costs[_run(op, values)] = None
                 except Exception as e:  # torch's shape checks refuse this combination
                     log.debug("aten::%s%s: %s", name, values, e)
         except Refused as e:
             refusal = refusal or e.reason
             continue
         if len(costs) == 1:
-            return costs.pop()
+            return next(iter(costs))
         if costs:
-            return NO_SHAPES  # unrecorded values decide the cost
+            return lower_bound(list(costs))  # unrecorded values decide the cost: the least of them
         refusal = refusal or BAD_SHAPES
     if not found_op:
         return UNKNOWN_OP
@@ -497,7 +508,7 @@ class DiskCache:
         if self.path is None:
             return
         v = val if isinstance(val, str) else [val.flops, val.matmul_flops, val.bytes_read, val.bytes_written,
-                                              val.dtype]
+                                              val.dtype] + ([val.bound] if val.bound is not None else [])
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(self.path, "a") as f:

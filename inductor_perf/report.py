@@ -237,6 +237,9 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
     if d.get("costed_time_pct") is not None or d.get("costs_note"):
         costed = f"{fmt_pct(d.get('costed_time_pct'))} of kernel time carries a cost (FLOPs, bytes or a " \
                  "collective's size)"
+        if d.get("lower_bound_pct"):
+            costed += f", {fmt_pct(d['lower_bound_pct'])} of it only a lower bound (kernel_cost_bound: an op " \
+                      "record that left out values changing its cost)"
         if d.get("costs_note"):
             costed += f"; {d['costs_note']}"
         pairs.append(("Costed", costed))

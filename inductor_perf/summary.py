@@ -394,7 +394,8 @@ class Counts:
 
 
 def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, Any], graph_launches: bool,
-             totals: _Totals, cov: tuple[float | None, list[Any]], dtype: str, distributed: dict[str, Any] | None,
+             totals: _Totals, cov: tuple[float | None, list[Any], float | None], dtype: str,
+             distributed: dict[str, Any] | None,
              *, device: Any, top: int, label: str | None, device_note: str | None,
              costs_note: str | None) -> Summary:
     """The :class:`Summary` of a trace's kernels (``tk``), busy ``window`` (:func:`busy_window`),
@@ -407,7 +408,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
     split = totals.split
-    costed_pct, uncosted = cov
+    costed_pct, uncosted, lower_pct = cov
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
     notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, rows)
     slowest = slowest_step(steps)
@@ -434,6 +435,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         gaps=gap_rows, gap_count=gap_count, idle_by_host=idle_rows[:top],
         distributed=distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
-        costs_note=costs_note, costed_time_pct=costed_pct, uncosted=uncosted, steps=steps,
+        costs_note=costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
+        steps=steps,
         slowest_step=slowest,
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start))

@@ -1,6 +1,7 @@
 """What the summary could not cost, and why: the share of kernel time that carries a cost, and the
 uncosted ops / kernels that take the most time, each with the reason augmentation recorded
-(``not_costed``) and what a user can change.
+(``not_costed``) and what a user can change; and the share of the costed time whose cost is only a
+lower bound (``kernel_cost_bound: "lower"``, docs/costs.md).
 
 A kernel "carries a cost" when augmentation gave it FLOPs or bytes (``kernel_flop``,
 ``kernel_num_gb``, ``kernel_bytes_*``) or, for a collective, a bus bandwidth or message size
@@ -25,6 +26,9 @@ REASON_HINTS = {
     "unknown_dtype": "an input dtype that cannot be sized",
     "no_launch_op": "no CPU op launched it (CUDA-graph replay, or the correlation was lost): "
                     "profile without CUDA graphs to cost it",
+    "graph_replay": "replayed by cudaGraphLaunch: no op recorded the shapes of a captured CUDA graph's "
+                    "kernels (torch.compile mode=\"reduce-overhead\", CUDA graph trees); profile without CUDA "
+                    "graphs to cost them, or compile with backend=\"inductor_perf\" to tag them",
     "not_augmented": "the trace carries no costs: run `inductor-perf augment` (summary does this "
                      "itself for traces with recorded shapes)",
     "no_reason": "augment recorded no reason (a trace augmented before launch ops were recorded: "
@@ -85,6 +89,7 @@ class Coverage:
     def __init__(self) -> None:
         self.augmented = self.joined = self.any = False
         self.costed = 0.0
+        self.lower = 0.0  # costed time whose cost is a lower bound
         # (op, op or kernel name, not_costed value, has launch_op) -> [count, time, {kernel name: time}]
         self.groups: dict[tuple[str | None, str, str | None, bool], list[Any]] = {}
 
@@ -99,6 +104,8 @@ class Coverage:
             self.joined = True
         if costed:
             self.costed += dur
+            if args.get(evs.COST_BOUND) == evs.LOWER_BOUND:
+                self.lower += dur
             return
         op = args.get(evs.LAUNCH_OP)
         op = op if isinstance(op, str) and op else None
@@ -111,8 +118,9 @@ class Coverage:
         g[1] += dur
         g[2][name] = g[2].get(name, 0.0) + dur
 
-    def result(self, kernel_time: float, top: int) -> tuple[float | None, list[UncostedRow]]:
-        """(% of kernel time that carries a cost, the ``top`` uncosted rows by time)."""
+    def result(self, kernel_time: float, top: int) -> tuple[float | None, list[UncostedRow], float | None]:
+        """(% of kernel time that carries a cost, the ``top`` uncosted rows by time, % of the costed
+        time whose cost is a lower bound)."""
         merged: dict[tuple[str | None, str, str], list[Any]] = {}
         for (op, key, why, launched), (n, t, names) in self.groups.items():
             reason = why or _reason({evs.LAUNCH_OP: op} if launched else {}, self.augmented, self.joined)
@@ -126,11 +134,13 @@ class Coverage:
                             share_of_kernel_time_pct=_pct(t, kernel_time))
                 for (op, _, reason), (n, t, names) in merged.items()]
         rows.sort(key=lambda r: (-r.total_us, r.kernel))
-        return (_pct(self.costed, kernel_time) if self.any else None), rows[:top]
+        return ((_pct(self.costed, kernel_time) if self.any else None), rows[:top],
+                _pct(self.lower, self.costed) if self.costed > 0 else None)
 
 
-def coverage(kernels: list[_Ev], kernel_time: float, top: int) -> tuple[float | None, list[UncostedRow]]:
-    """(% of kernel time that carries a cost, the ``top`` uncosted rows by time)."""
+def coverage(kernels: list[_Ev], kernel_time: float, top: int
+             ) -> tuple[float | None, list[UncostedRow], float | None]:
+    """:meth:`Coverage.result` of ``kernels``."""
     acc = Coverage()
     for k in kernels:
         acc.add(k.name, k.dur, k.args)

@@ -143,6 +143,9 @@ class Summary:
     """Set when the summary computed the costs itself (a trace ``augment`` had not costed)."""
     costed_time_pct: float | None = None
     """Share of kernel time in kernels that carry a cost (FLOPs, bytes, or a collective's size)."""
+    lower_bound_pct: float | None = None
+    """Share of that costed time whose cost is a lower bound (``kernel_cost_bound: "lower"``: the
+    op's record left out values that change its cost; docs/costs.md). None: nothing costed."""
     uncosted: list[Any] = field(default_factory=list)
     """:class:`inductor_perf.summary_coverage.UncostedRow`: the uncosted ops / kernels, most time first."""
     steps: list[Any] = field(default_factory=list)

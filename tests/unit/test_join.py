@@ -226,7 +226,8 @@ def test_nest_columns_nests_as_the_tuples_do():
 
 # --- op_costs: one op's cost over its kernels, and the labels of device events --------------------
 from inductor_perf import events as evs  # noqa: E402
-from inductor_perf.op_costs import costs_and_labels, split_shares  # noqa: E402
+from inductor_perf.cost_placing import split_shares  # noqa: E402
+from inductor_perf.op_costs import costs_and_labels  # noqa: E402
 
 
 def _launch(op_name, kernels, *, op_args=None, outer=None, copies=()):

@@ -16,7 +16,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from inductor_perf import op_meta
 from inductor_perf.op_costs import CostJoin
-from inductor_perf.op_formulas import OpCost
+from inductor_perf.op_formulas import OpCost, lower_bound
 from inductor_perf.op_formulas_ext import embedding_backward_cost, ext_cost_or_reason
 from inductor_perf.op_meta import op_cost_or_reason
 from inductor_perf.trace_format import load_trace
@@ -66,9 +66,49 @@ def test_reduction_counts_its_input():
     assert (c.flops, c.bytes_read, c.bytes_written) == (5 * 128, 5 * 128 * 4, 128 * 4)
 
 
-def test_reduction_with_unrecorded_dim_is_not_guessed():
-    # which dim was reduced decides the output: [110] or [2048]
-    assert op_cost_or_reason("aten::sum", rec([[2048, 110], [], [], []], ["float", "", "Scalar", ""])) == "no_shapes"
+def test_reduction_with_unrecorded_dim_is_a_lower_bound():
+    # a100's record: sum.dim_IntList(self [1024, 40] float, dim ?, keepdim ?, dtype ?). The dims decide
+    # the output: [40] (dim 0), [1024] (dim 1) or one element (both, or [] = all), keepdim or not.
+    # Never a guess: the least of them. Read 1024*40*4 = 163,840 bytes; written 1 float = 4 bytes
+    # (the others write 160 or 4,096); FLOPs 1 per input element = 40,960 whatever the dims.
+    got = op_cost_or_reason("aten::sum", rec([[1024, 40], [], [], []], ["float", "", "Scalar", ""]))
+    assert got == OpCost(40_960, 0, 163_840, 4, "float32", "lower")
+
+
+def test_layer_norm_backward_with_unrecorded_mask_is_a_lower_bound():
+    # a100's record: normalized_shape and output_mask (bool[3]) not recorded. Every mask is tried (8)
+    # with both suffixes of the input's shape; the all-False mask writes nothing, so the bound is the
+    # reads alone: grad_out and input 2*1024*4864, mean and rstd 2*1024, weight and bias 2*4864
+    # floats = (9,961,472 + 2,048 + 9,728) * 4 = 39,892,992 bytes. No FLOPs (a norm counts none).
+    dims = [[1024, 4864], [1024, 4864], [], [1024, 1], [1024, 1], [4864], [4864], []]
+    types = ["float", "float", "", "float", "float", "float", "float", ""]
+    assert op_cost_or_reason("aten::native_layer_norm_backward", rec(dims, types)) == \
+        OpCost(0, 0, 39_892_992, 0, "float32", "lower")
+
+
+def test_lower_bound_takes_each_minimum_and_refuses_an_empty_one():
+    a, b = OpCost(10, 4, 100, 1, "float32"), OpCost(6, 6, 120, 0, "bfloat16")
+    assert lower_bound([a, b]) == OpCost(6, 4, 100, 0, "float32", "lower")  # dtype: fewest bytes
+    assert lower_bound([OpCost(0, 0, 0, 0, "float32"), OpCost(0, 0, 8, 8, "float32")]) == "no_shapes"
+
+
+def test_lower_bound_cached_once_per_signature(tmp_path, monkeypatch):
+    # Ten events of one signature: torch runs once; the bound (and its mark) comes back from disk in
+    # a process that has not run it (the memo of opened cache files cleared).
+    calls = []
+    real = op_meta._evaluate
+    monkeypatch.setattr(op_meta, "_evaluate", lambda name, r: calls.append(name) or real(name, r))
+    args = rec([[1024, 40], [], [], []], ["float", "", "Scalar", ""])
+    join = CostJoin(load=lambda i: None)
+    for i in range(10):
+        join.add(i, {"ph": "X", "cat": "cpu_op", "name": "aten::sum", "ts": 10.0 * i, "dur": 5.0, "pid": 1,
+                     "tid": 1, "args": dict(args)})
+    costs, stats = join.finish(10)
+    assert calls == ["sum"] and len(costs) == 10 and {c.bound for c in costs.values()} == {"lower"}
+    assert stats.ops_lower_bound == 10
+    monkeypatch.setattr(op_meta, "_CACHE", {})
+    assert op_meta.meta_cost("sum", args) == OpCost(40_960, 0, 163_840, 4, "float32", "lower")
+    assert calls == ["sum"]
 
 
 def test_cat_with_and_without_its_dim():
@@ -186,7 +226,7 @@ def test_embedding_lookup_forward():
 def test_embedding_backward_with_and_without_its_forward():
     name = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
     lower = ext_cost_or_reason(name, rec([[8192, 96]], ["float"]))
-    assert lower == OpCost(0, 0, 8192 * 96 * 4, 0, "float32")  # the grad alone: a lower bound
+    assert lower == OpCost(0, 0, 8192 * 96 * 4, 0, "float32", "lower")  # the grad alone: a lower bound, marked
     full = embedding_backward_cost((8192, 96), _LOOKUP, name)
     rows = 61072 * 96 * 4  # each index's weight row read and written, and its momentum value
     assert full.bytes_read == 8192 * 96 * 4 + (61072 * 8 + 8193 * 8 + 61072 * 4) + rows + 61072 * 4

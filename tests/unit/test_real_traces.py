@@ -89,11 +89,12 @@ def _shares(new: dict) -> tuple[float, float | None]:
     return comp_costed / comp, (coll_costed / coll if coll else None)
 
 
-# Measured floors. a100 stops at 88 %: its profiler recorded aten::cat's tensor list as [] and
-# aten::sum without its dims, and apex's FusedAdam records nothing. v100 stops at 52 %: 37 % of
-# its kernel time is an Inductor-compiled graph (CompiledFunction / CompiledFunctionBackward) whose
-# kernels no recorded op describes.
-FLOORS = {"a100_ranks8_r3_control.json.gz": 0.87, "v100_ranks2_r1_test.json.gz": 0.50}
+# Measured floors. a100 stops at 92 %: its profiler recorded aten::cat's tensor list as [] and apex's
+# FusedAdam records nothing (aten::sum without its dims and native_layer_norm_backward without its
+# output_mask are costed as lower bounds: 4.5 % of the costed time). v100 stops at 53 %: 37 % of its
+# kernel time is an Inductor-compiled graph replayed by cudaGraphLaunch (CompiledFunction /
+# CompiledFunctionBackward: not_costed graph_replay) whose kernels no recorded op describes.
+FLOORS = {"a100_ranks8_r3_control.json.gz": 0.90, "v100_ranks2_r1_test.json.gz": 0.50}
 
 
 def test_share_of_gpu_time_costed(augmented):
@@ -102,3 +103,19 @@ def test_share_of_gpu_time_costed(augmented):
     assert comp >= FLOORS.get(name, 0.90), f"{name}: {comp:.1%} of non-collective GPU time costed"
     if coll is not None:
         assert coll >= 0.90, f"{name}: {coll:.1%} of collective time with busbw"
+
+
+def test_graph_replays_named_as_such(augmented):
+    # Independently of the join: the kernels whose correlation is that of a cudaGraphLaunch call.
+    name, raw, new = augmented
+    graph_corrs = {evs.event_args(ev).get("correlation") for ev in raw["traceEvents"]
+                   if isinstance(ev, dict) and ev.get("name") == "cudaGraphLaunch"}
+    replayed = {i for i, ev in enumerate(raw["traceEvents"]) if isinstance(ev, dict) and evs.category(ev) == "kernel"
+                and evs.event_args(ev).get("correlation") in graph_corrs}
+    labelled = {i for i, ev in enumerate(new["traceEvents"]) if isinstance(ev, dict)
+                and evs.event_args(ev).get(evs.NOT_COSTED) == "graph_replay"}
+    assert labelled == replayed
+    if name.startswith("v100"):
+        assert len(replayed) > 1000
+        launchers = {evs.event_args(new["traceEvents"][i]).get(evs.LAUNCH_OP) for i in replayed}
+        assert launchers == {"CompiledFunction", "CompiledFunctionBackward"}
