@@ -128,6 +128,10 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b")
     p.add_argument("--by", choices=("module", "line", "op", "kernel"), default="module")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--engine", choices=("auto", "full", "stream"), default="auto",
+                   help="stream: read each trace in windows, two large ones at once (two processes); "
+                        "full: load each trace whole, one after the other; auto (default): stream files "
+                        "of 50 MB of JSON or more")
     p.set_defaults(func=_cmd_diff)
 
 
@@ -225,7 +229,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 
     with _Ticker() as tick:
         tick.stage = f"comparing {os.path.basename(args.a)} and {os.path.basename(args.b)}"
-        result = diff_files(args.a, args.b, by=args.by)
+        result = diff_files(args.a, args.b, by=args.by, engine=args.engine)
     _print_block(result.format(args.format))
     return 0
 

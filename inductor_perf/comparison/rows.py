@@ -293,10 +293,10 @@ def _fill_rows(sides: Sequence[TraceUnits], key: Callable[[Unit], str]
             total += u.dur
             if side_i == 0:
                 row.a_us += u.dur / n
-                row.a_count += 1 / n
+                row.a_count += u.count / n
             else:
                 row.b_us += u.dur / n
-                row.b_count += 1 / n
+                row.b_count += u.count / n
             st = stats[(side_i,) + k]
             if u.flops is not None:
                 st["flops"] += u.flops / n
@@ -326,7 +326,7 @@ def _finish_rows(table: dict[tuple[str, str], Row], stats: dict[tuple[Any, ...],
             if st:
                 for e, t in st["fusion"].items():
                     entries[e] += t
-        row.fusion = [e for e, _ in sorted(entries.items(), key=lambda kv: -kv[1])]
+        row.fusion = [e for e, _ in sorted(entries.items(), key=lambda kv: -_rounded(kv[1]))]
 
 
 def _ordered_rows(table: dict[tuple[str, str], Row], by: str) -> list[Row]:
@@ -336,7 +336,14 @@ def _ordered_rows(table: dict[tuple[str, str], Row], by: str) -> list[Row]:
         order = {k: n for n, k in enumerate(table)}
         return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, 2), r.key in SPECIAL_KEYS,
                                                      order[(r.phase, r.key)]))
-    return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, 2), -max(r.a_us, r.b_us), r.key))
+    return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, 2), -_rounded(max(r.a_us, r.b_us)), r.key))
+
+
+def _rounded(us: float) -> float:
+    """A time to order rows by: to the picosecond, so that two times equal but for float rounding
+    (sums of the same durations in another order or grouping: whole traces' units vs aggregated ones)
+    tie, and the tie is broken the same way (by key, or first seen)."""
+    return round(us, 6)
 
 
 def _side_totals(labels: tuple[str, str], sides: Sequence[TraceUnits], attributed: Sequence[float],
@@ -383,7 +390,7 @@ def _infer_sources(target: TraceUnits, compiled: TraceUnits) -> tuple[int, int]:
         keys = u.node_keys or tuple((u.module, op, u.source) for op in _work_ops(u.ops))
         for module, op, src in keys:
             if module is not None and src and op not in VIEW_OPS:
-                table[(u.phase, module, op)][src] += 1
+                table[(u.phase, module, op)][src] += u.count
     done = total = 0
     for u in target.units:
         if u.compiled or u.source is not None or u.module is None or u.module in SPECIAL_KEYS:

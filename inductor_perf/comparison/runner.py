@@ -20,6 +20,7 @@ from ..event_cost import EventCost
 from ..report import UNATTRIBUTED
 from ..tags import aten_op_name
 from .rows import Comparison, compare_units
+from .sides import ENGINES, costed_units, two_sides
 from .units import VIEW_OPS, trace_units
 
 log = logging.getLogger(__name__)
@@ -34,33 +35,31 @@ def diff_traces(a: Mapping[str, Any], b: Mapping[str, Any], *, by: str = "module
     >>> c = diff_traces(load_trace("eager.json.gz"), load_trace("compiled.json.gz"))  # doctest: +SKIP
     >>> print(c.to_text())  # doctest: +SKIP
     """
-    ua, note_a = _costed_units(a)
-    ub, note_b = _costed_units(b)
+    ua, note_a = costed_units(a)
+    ub, note_b = costed_units(b)
     result = compare_units(ua, ub, by=by, labels=labels)
     result.notes += [f"{side}: {note}" for side, note in zip(labels, (note_a, note_b)) if note]
     return result
 
 
-def _costed_units(trace: Mapping[str, Any]) -> tuple[Any, str | None]:
-    """The comparison units of ``trace``, costed first when ``augment`` has not costed it (the same
-    code, in memory: :func:`inductor_perf.summary_raw.with_costs`), and the note saying so."""
-    from ..cost_args import device_from_trace
-    from ..summary_raw import with_costs
-
-    note = None
-    if isinstance(trace, dict):
-        trace, note = with_costs(trace, device_from_trace(trace)[0])
-    return trace_units(trace), note
-
-
-def diff_files(path_a: str | os.PathLike, path_b: str | os.PathLike, *, by: str = "module") -> Comparison:
-    """:func:`diff_traces` of two ``.json`` / ``.json.gz`` trace files."""
+def diff_files(path_a: str | os.PathLike, path_b: str | os.PathLike, *, by: str = "module",
+               engine: str = "auto") -> Comparison:
+    """:func:`diff_traces` of two ``.json`` / ``.json.gz`` trace files: the same Comparison (within
+    float rounding), built from each file's aggregated units (:mod:`.sides`: two large files are
+    read at once, the second by a worker process, each in windows). ``engine``: ``"full"`` loads
+    each trace whole, one after the other, and cuts it as :func:`diff_traces` does; ``"stream"``
+    streams whatever the size; ``"auto"`` (default) streams files of 50 MB of JSON or more."""
     la = os.path.basename(os.fspath(path_a))
     lb = os.path.basename(os.fspath(path_b))
     if la == lb:
         la, lb = os.fspath(path_a), os.fspath(path_b)
-    ua, note_a = _costed_units(tf.load_trace(path_a))  # one trace in memory at a time
-    ub, note_b = _costed_units(tf.load_trace(path_b))
+    if engine not in ENGINES:
+        raise ValueError(f"unknown diff engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
+    if engine == "full":
+        ua, note_a = costed_units(tf.load_trace(path_a))  # one trace in memory at a time
+        ub, note_b = costed_units(tf.load_trace(path_b))
+    else:
+        (ua, note_a), (ub, note_b) = two_sides(path_a, path_b, engine)
     result = compare_units(ua, ub, by=by, labels=(la, lb))
     result.notes += [f"{side}: {note}" for side, note in zip((la, lb), (note_a, note_b)) if note]
     return result
