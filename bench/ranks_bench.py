@@ -1,11 +1,16 @@
 """Time the cross-rank summary of R synthetic ranks against one rank's summary.
 
-    python bench/ranks_bench.py --ranks 8 --events 1000000 [--workers N]
+    python bench/ranks_bench.py --ranks 8 --events 1000000 [--workers N] [--full]
+    python bench/ranks_bench.py --dir /tmp/i15/r8x1m   # rank files already written
 
 Each rank's trace: ``--events`` GPU kernel events (a GEMM and an elementwise kernel, with an
 all-reduce every 50 kernels, costed args on the collectives), in 10 ProfilerStep ranges; the last
-rank runs its GEMMs 20 % longer. Prints the wall time of summarizing one rank and of the cross-rank
-view of all ranks (worker processes: one per rank up to the cores), and the straggler found.
+rank runs its GEMMs 20 % longer. With ``--dir``: the ``*.json`` / ``*.json.gz`` traces of that
+folder instead, e.g. raw Kineto-shaped ranks from ``bench/gen_trace.py N DIR/rank<R>.json
+--world-size W --rank R``. Prints the wall time of one rank's plain summary (as ``inductor-perf
+summary FILE`` makes it: the full summary, streamed when large) and of the cross-rank view of all
+ranks (worker processes: one per rank up to the cores; light per-rank summaries, or full ones with
+``--full``), and the straggler found.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ import os
 import tempfile
 import time
 
-from inductor_perf.ranks_files import cross_rank_files, summarize_files
+from inductor_perf.ranks_files import cross_rank_files
+from inductor_perf.summary_files import summarize_file, trace_files
 
 
 def make_trace(rank: int, ranks: int, n: int) -> dict:
@@ -48,23 +54,28 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=8)
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=None)
+    ap.add_argument("--dir", default=None, help="time the traces of this folder instead of synthetic ones")
+    ap.add_argument("--full", action="store_true", help="full per-rank summaries (before the light pass)")
     a = ap.parse_args()
-    d = tempfile.mkdtemp(prefix="ranks_bench_")
-    files = []
-    for r in range(a.ranks):
-        p = os.path.join(d, f"rank{r}.json.gz")
-        with gzip.open(p, "wt", compresslevel=1) as f:
-            json.dump(make_trace(r, a.ranks, a.events), f)
-        files.append(p)
+    if a.dir:
+        files = trace_files(a.dir)
+    else:
+        d = tempfile.mkdtemp(prefix="ranks_bench_")
+        files = []
+        for r in range(a.ranks):
+            p = os.path.join(d, f"rank{r}.json.gz")
+            with gzip.open(p, "wt", compresslevel=1) as f:
+                json.dump(make_trace(r, a.ranks, a.events), f)
+            files.append(p)
     t0 = time.perf_counter()
-    summarize_files(files[:1], workers=1)
+    summarize_file(files[0], engine="auto")  # what `inductor-perf summary FILE` does
     one = time.perf_counter() - t0
     t0 = time.perf_counter()
-    view = cross_rank_files(files, workers=a.workers)
+    view = cross_rank_files(files, workers=a.workers, light=not a.full)
     many = time.perf_counter() - t0
-    print(f"cores {os.cpu_count()}, {a.ranks} ranks x {a.events:,} events: one rank {one:.2f} s, "
-          f"cross-rank {many:.2f} s ({many / one:.2f}x); straggler "
-          f"{view.straggler.rank if view.straggler else None}")
+    print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}, {len(files)} ranks ({a.dir or f'{a.events:,} events'}, "
+          f"{'full' if a.full else 'light'} per-rank summaries): one rank {one:.2f} s, cross-rank {many:.2f} s "
+          f"({many / one:.2f}x); straggler {view.straggler.rank if view.straggler else None}")
 
 
 if __name__ == "__main__":
