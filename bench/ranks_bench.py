@@ -67,15 +67,30 @@ def main() -> None:
             with gzip.open(p, "wt", compresslevel=1) as f:
                 json.dump(make_trace(r, a.ranks, a.events), f)
             files.append(p)
-    t0 = time.perf_counter()
-    summarize_file(files[0], engine="auto")  # what `inductor-perf summary FILE` does
-    one = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    view = cross_rank_files(files, workers=a.workers, light=not a.full)
-    many = time.perf_counter() - t0
+    light = not a.full
+    one, one_cpu = _timed(lambda: summarize_file(files[0], engine="auto"))  # `inductor-perf summary FILE`
+    one_light, one_light_cpu = _timed(lambda: summarize_file(files[0], engine="auto", light=light))
+    view = None
+
+    def run() -> None:
+        nonlocal view
+        view = cross_rank_files(files, workers=a.workers, light=light)
+    many, many_cpu = _timed(run)
     print(f"cores {os.cpu_count()}, load {os.getloadavg()[0]:.2f}, {len(files)} ranks ({a.dir or f'{a.events:,} events'}, "
-          f"{'full' if a.full else 'light'} per-rank summaries): one rank {one:.2f} s, cross-rank {many:.2f} s "
-          f"({many / one:.2f}x); straggler {view.straggler.rank if view.straggler else None}")
+          f"{'light' if light else 'full'} per-rank summaries): one rank {one:.2f} s ({one_cpu:.1f} s CPU; "
+          f"{'light' if light else 'again'} {one_light:.2f} s, {one_light_cpu:.1f} s CPU), cross-rank {many:.2f} s "
+          f"({many_cpu:.1f} s CPU): {many / one:.2f}x wall, {many_cpu / one_cpu:.2f}x CPU; straggler "
+          f"{view.straggler.rank if view and view.straggler else None}")
+
+
+def _timed(fn) -> tuple[float, float]:
+    """(wall s, CPU s of this process and its finished children) of ``fn()``: the CPU time does not
+    grow with other jobs' load as the wall time does."""
+    t0, c0 = time.perf_counter(), os.times()
+    fn()
+    t1, c1 = time.perf_counter(), os.times()
+    cpu = sum(getattr(c1, f) - getattr(c0, f) for f in ("user", "system", "children_user", "children_system"))
+    return t1 - t0, cpu
 
 
 if __name__ == "__main__":

@@ -13,8 +13,8 @@ What the cross-rank view reads of a rank (and so what this keeps):
 
 What it leaves out, so the streaming pass's end does less per kernel: each kernel's achieved
 FLOP/s, bandwidth and roofline bound (``cost_args.args_for``), the FLOP / byte / dtype sums and the
-device peaks, the module and source-line tables and each row's share of busy time, the cost
-coverage table and the notes. Those fields are None or empty in a light summary; the per-kernel
+device peaks, the module and source-line tables and each row's share of busy time, the gap table and
+the Python frame of each idle activity, the cost coverage table and the notes. Those fields are None or empty in a light summary; the per-kernel
 kind still sees every arg it reads (``launch_op``, ``comm_op``, ``kernel_kind``, ``kernel_matmul_flop``),
 so kinds, and everything the view derives from them, are the full summary's.
 
@@ -68,7 +68,7 @@ def assemble_light(tk: TraceKernels, counts: Counts, window: Any, launcher: dict
     kernels = tk.kernels
     busy, kernel_time = window.busy, sum(k.dur for k in kernels)
     rows = _kernel_rows(totals)
-    gap_rows, gap_count, idle_rows = idle_tables(tk, window, launcher, top)
+    _, gap_count, idle_rows = idle_tables(tk, window, launcher, top, light=True)
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
     return Summary(
         label=label, kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],
@@ -81,7 +81,7 @@ def assemble_light(tk: TraceKernels, counts: Counts, window: Any, launcher: dict
         peak=PeakInfo(None, None, None, None, None), flops_pct_of_peak=None, bandwidth_pct_of_peak=None,
         top_kernels=rows[:top], distinct_kernels=len(rows), all_kernels=rows,
         modules=[], distinct_modules=0, lines=[], distinct_lines=0,
-        gaps=gap_rows, gap_count=gap_count, idle_by_host=idle_rows[:top],
+        gaps=[], gap_count=gap_count, idle_by_host=idle_rows[:top],
         distributed=distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=0, notes=[LIGHT_NOTE], steps=steps, slowest_step=slowest_step(steps),
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start))
