@@ -45,9 +45,38 @@ def _strides(dims: list) -> list:
     return out[::-1]
 
 
-def generate(n_events: int, seed: int = 0):
-    """Yield the events of a trace with about ``n_events`` events."""
+NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+COMM_STREAM = 9
+OPS_PER_STEP = 1000
+OPS_PER_ALLREDUCE = 50
+
+
+def _rank_events(i: int, start: float, gpu_ts: float, corr: int, ext: int, rank: int, world: int) -> list:
+    """With ``--world-size``: before op ``i``, a ``ProfilerStep#N`` range every :data:`OPS_PER_STEP`
+    ops, and every :data:`OPS_PER_ALLREDUCE` ops an all-reduce of 1 MiB (its launch, and the NCCL
+    kernel with the args Kineto records for one) on a stream of its own, alongside the compute. The
+    last rank arrives late: its all-reduce takes 100 µs, the others' 500 µs (they wait for it)."""
+    out = []
+    if i % OPS_PER_STEP == 0:
+        out.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i // OPS_PER_STEP}", "pid": PID,
+                    "tid": TID, "ts": round(start, 3), "dur": OPS_PER_STEP * 80.0 - 1, "args": {}})
+    if i % OPS_PER_ALLREDUCE == OPS_PER_ALLREDUCE - 1:
+        out.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": PID, "tid": TID,
+                    "ts": round(start + 70, 3), "dur": 4.0, "args": {"External id": ext, "cbid": 211,
+                                                                    "correlation": corr}})
+        out.append({"ph": "X", "cat": "kernel", "name": NCCL, "pid": GPU_PID, "tid": COMM_STREAM,
+                    "ts": round(gpu_ts, 3), "dur": 100.0 if rank == world - 1 else 500.0,
+                    "args": {**_kernel_args(corr, ext), "stream": COMM_STREAM, "Collective name": "allreduce",
+                             "In msg nelems": 262144, "Out msg nelems": 262144, "dtype": "Float",
+                             "Group size": world}})
+    return out
+
+
+def generate(n_events: int, seed: int = 0, rank: int | None = None, world: int | None = None):
+    """Yield the events of a trace with about ``n_events`` events (with ``world``: rank ``rank`` of
+    ``world``, see :func:`_rank_events`)."""
     rnd = random.Random(seed)
+    ops = 0
     ts = 4_392_959_154_510.635  # µs, as Kineto writes them
     gpu_ts = ts + 500.0
     ext = 0
@@ -117,13 +146,19 @@ def generate(n_events: int, seed: int = 0):
         events.append({"ph": "f", "id": corr, "pid": GPU_PID, "tid": STREAM, "ts": round(gpu_ts, 3), "cat": "ac2g",
                        "name": "ac2g", "bp": "e"})
         gpu_ts += kdur + 1
+        if world:
+            corr += 1
+            ext += 1
+            events += _rank_events(ops, start, gpu_ts, corr, ext, rank or 0, world)
+            ops += 1
         ts = start + 80
         emitted += len(events)
         yield from events
 
 
-def header() -> dict:
-    return {"schemaVersion": 1, "deviceProperties": [{
+def header(rank: int | None = None, world: int | None = None) -> dict:
+    dist = {"distributedInfo": {"backend": "nccl", "rank": rank or 0, "world_size": world}} if world else {}
+    return {**dist, "schemaVersion": 1, "deviceProperties": [{
         "id": 0, "name": "NVIDIA H100 80GB HBM3", "totalGlobalMem": 85045477376, "computeMajor": 9,
         "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
         "warpSize": 32, "sharedMemPerBlock": 49152, "numSms": 132}],
@@ -139,7 +174,8 @@ def kineto_text(ev: dict) -> str:
     return "  {\n" + members + '\n    ,\n    "args": {\n      ' + args + "\n    }\n  }"
 
 
-def write(n_events: int, path: str, seed: int = 0, layout: str = "kineto") -> int:
+def write(n_events: int, path: str, seed: int = 0, layout: str = "kineto", rank: int | None = None,
+          world: int | None = None) -> int:
     """Stream the trace to ``path``; returns the number of events written."""
     if layout == "kineto":
         text = kineto_text
@@ -150,9 +186,9 @@ def write(n_events: int, path: str, seed: int = 0, layout: str = "kineto") -> in
         raise ValueError(f"layout must be 'kineto' or 'compact', not {layout!r}")
     count = 0
     with open(path, "w") as f:
-        h = json.dumps(header())
+        h = json.dumps(header(rank, world))
         f.write(h[:-1] + ', "traceEvents": [\n')
-        for ev in generate(n_events, seed):
+        for ev in generate(n_events, seed, rank, world):
             if count:
                 f.write(",\n")
             f.write(text(ev))
@@ -168,8 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--layout", choices=("kineto", "compact"), default="kineto",
                    help="Kineto's indented text (default) or one compact object per event")
+    p.add_argument("--world-size", type=int, default=None,
+                   help="a rank of a distributed run: distributedInfo, ProfilerStep ranges, all-reduces")
+    p.add_argument("--rank", type=int, default=0, help="with --world-size: this trace's rank (default 0)")
     a = p.parse_args(argv)
-    n = write(a.events, a.output, a.seed, a.layout)
+    n = write(a.events, a.output, a.seed, a.layout, a.rank, a.world_size)
     print(f"wrote {n} events to {a.output}", file=sys.stderr)
     return 0
 

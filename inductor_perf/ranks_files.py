@@ -3,7 +3,8 @@ summarized by :func:`inductor_perf.summary_files.summarize_file` (in worker proc
 are several files and cores), an unreadable one is named and skipped, then :func:`ranks.cross_rank`.
 
 The workers return only the :class:`~inductor_perf.summary_rows.Summary` (never the trace), and the
-results are put back in file order, so the parallel path gives what the sequential one gives.
+results are put back in file order, so the parallel path gives what the sequential one gives. A
+streamed trace gets the light summary (:mod:`inductor_perf.summary_light`: only what the view reads).
 """
 
 from __future__ import annotations
@@ -19,14 +20,15 @@ from .ranks import CrossRankSummary, RankInput, cross_rank
 log = logging.getLogger(__name__)
 
 
-def summarize_one(path: str, device: Any = None, top: int = 20) -> tuple[str, Any, str | None]:
+def summarize_one(path: str, device: Any = None, top: int = 20, light: bool = True) -> tuple[str, Any, str | None]:
     """(path, its Summary or None, why it could not be read or None). Never raises for a bad file:
-    one rank's broken trace must not stop the view of the others."""
+    one rank's broken trace must not stop the view of the others. ``light``: a streamed trace gets
+    the light summary, only what :func:`ranks.cross_rank` reads (:mod:`inductor_perf.summary_light`)."""
     from .summary_files import summarize_file
 
     try:
         # "auto": a large rank's trace is read in one streaming pass (summary_stream), in bounded memory
-        return path, summarize_file(path, device=device, top=top, engine="auto").summary, None
+        return path, summarize_file(path, device=device, top=top, engine="auto", light=light).summary, None
     except (InductorPerfError, OSError, ValueError) as e:
         return path, None, str(e)
     except Exception as e:  # a trace that breaks the summary: name it, keep the other ranks
@@ -35,9 +37,10 @@ def summarize_one(path: str, device: Any = None, top: int = 20) -> tuple[str, An
 
 
 def summarize_files(files: list[str], *, device: Any = None, top: int = 20, workers: int | None = None,
-                    stage: Callable[[str], None] | None = None) -> list[tuple[str, Any, str | None]]:
+                    stage: Callable[[str], None] | None = None,
+                    light: bool = True) -> list[tuple[str, Any, str | None]]:
     """:func:`summarize_one` of each file, in file order; ``workers`` processes (default: one per
-    file up to the cores; 1: in this process)."""
+    file up to the cores; 1: in this process); ``light=False``: full summaries."""
     if workers is None:
         workers = min(len(files), os.cpu_count() or 1)
     if workers <= 1 or len(files) <= 1:
@@ -45,11 +48,11 @@ def summarize_files(files: list[str], *, device: Any = None, top: int = 20, work
         for n, f in enumerate(files, 1):
             if stage:
                 stage(f"summarizing {os.path.basename(f)} ({n} of {len(files)})")
-            out.append(summarize_one(f, device, top))
+            out.append(summarize_one(f, device, top, light))
         return out
     results: dict[str, tuple[str, Any, str | None]] = {}
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
-        futures = [pool.submit(summarize_one, f, device, top) for f in files]
+        futures = [pool.submit(summarize_one, f, device, top, light) for f in files]
         for fut in concurrent.futures.as_completed(futures):
             path, summary, err = fut.result()
             results[path] = (path, summary, err)
@@ -59,9 +62,10 @@ def summarize_files(files: list[str], *, device: Any = None, top: int = 20, work
 
 
 def cross_rank_files(files: list[str], *, device: Any = None, workers: int | None = None,
-                     stage: Callable[[str], None] | None = None) -> CrossRankSummary:
-    """The cross-rank view of ``files``; raises InductorPerfError when none is a readable trace."""
-    done = summarize_files(files, device=device, workers=workers, stage=stage)
+                     stage: Callable[[str], None] | None = None, light: bool = True) -> CrossRankSummary:
+    """The cross-rank view of ``files``; raises InductorPerfError when none is a readable trace.
+    ``light=False`` builds it from full per-rank summaries (the same view, more work)."""
+    done = summarize_files(files, device=device, workers=workers, stage=stage, light=light)
     inputs = [RankInput(file=p, summary=s) for p, s, _ in done if s is not None]
     bad = [{"file": p, "reason": f"unreadable ({err})"} for p, s, err in done if s is None]
     for b in bad:

@@ -95,9 +95,12 @@ def _wants_stream(f: str, engine: str) -> bool:
 
 
 def summarize_file(f: str, *, device: Any = None, top: int = 20, engine: str = "full",
-                   stage: Callable[[str], None] | None = None, which: str | None = None) -> CostedTrace:
+                   stage: Callable[[str], None] | None = None, which: str | None = None,
+                   light: bool = False) -> CostedTrace:
     """One trace file, summarized by ``engine`` (:data:`ENGINES`); InductorPerfError when it is not a
-    readable trace. ``which`` names it in the progress lines ``stage`` is told."""
+    readable trace. ``which`` names it in the progress lines ``stage`` is told. ``light``: when the
+    file is streamed, only the fields the cross-rank view reads (:mod:`inductor_perf.summary_light`);
+    a file loaded whole gets the full summary (the same values in those fields)."""
     from .trace_format import load_trace
 
     which = which or os.path.basename(f)
@@ -108,7 +111,7 @@ def summarize_file(f: str, *, device: Any = None, top: int = 20, engine: str = "
             stage(f"summarizing {which}")
         name = os.path.basename(f)
         got = summarize_file_stream(f, device=device, top=top, stage=stage,
-                                    label_of=lambda header: trace_label(header, name))
+                                    label_of=lambda header: trace_label(header, name), light=light)
         if got is not None:
             return CostedTrace(None, *got)
         log.info("%s: not streamed (a CPU trace, or a layout the streaming pass does not take): loading it", f)

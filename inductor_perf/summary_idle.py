@@ -185,10 +185,11 @@ class _HostIdle:
 
 
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
-                top: int | None = None) -> tuple[list[GapRow], int, list[IdleRow]]:
+                top: int | None = None, light: bool = False) -> tuple[list[GapRow], int, list[IdleRow]]:
     """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
     innermost host activity (most first). Only the ``top`` gaps become rows (a bounded heap): a
-    trace has a gap between almost every two kernels."""
+    trace has a gap between almost every two kernels. ``light`` (:mod:`.summary_light`): no gap
+    rows and no Python frame per activity (``source`` None), the same idle times."""
     attributors: dict[tuple[Any, Any], _Attributor] = {}
     heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
     count = 0
@@ -202,6 +203,11 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
             if att is None:
                 att = attributors[thread] = _Attributor(tk.roots[thread])
             inner, outer = att.attribute(s, e)
+            if light:
+                for ev, t in inner.items():
+                    idle_host.setdefault(ev.name if ev is not None else "(no host event)", _HostIdle()).add(t, None)
+                count += 1
+                continue
             dom = _dominant(inner)
             inner_name = dom.name if dom is not None else "(no host event)"
             dom_outer = _dominant(outer)
@@ -212,6 +218,9 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
                 idle_host.setdefault(host, _HostIdle()).add(t, _python_frame(ev))
         else:
             idle_host.setdefault("(launching thread unknown)", _HostIdle()).add(e - s, None)
+        if light:
+            count += 1
+            continue
         dur_r, start_r = _r(e - s), _r(s - window.start)
         key = (dur_r, -start_r, -count)  # the row sorted last: shortest, then latest, then last seen
         count += 1

@@ -439,22 +439,24 @@ def _raise_tail(raw: Any, path: str, pos: int) -> None:
 
 def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
                           label_of: Callable[[dict], str | None] = lambda header: None,
-                          stage: Callable[[str], None] | None = None) -> tuple[Any, Any] | None:
+                          stage: Callable[[str], None] | None = None,
+                          light: bool = False) -> tuple[Any, Any] | None:
     """(summary, device used) of the GPU trace file ``path``, summarized in one streaming pass; None
     when this engine does not take the file (see the module docstring): the caller then loads it
     whole. ``label_of(header)`` gives the summary's label from the trace's header (its object with
-    ``traceEvents`` empty)."""
+    ``traceEvents`` empty). ``light``: only what the cross-rank view reads
+    (:mod:`inductor_perf.summary_light`)."""
     if tf._orjson() is None:
         return None
     try:
-        return _stream(path, device, top, label_of, stage)
+        return _stream(path, device, top, label_of, stage, light)
     except _Layout as e:
         log.info("%s: not streamed (%s)", path, e or "layout")
         return None
 
 
 def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | None],
-            stage: Callable[[str], None] | None) -> tuple[Any, Any] | None:
+            stage: Callable[[str], None] | None, light: bool = False) -> tuple[Any, Any] | None:
     """:func:`summarize_file_stream`'s pass; raises :class:`_Layout` for a file it does not take."""
     from .op_costs import CostJoin
     from .summary_stream_finish import finish
@@ -466,6 +468,18 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         i = 0
         index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
         for batch in events:
+            if seen.costed:
+                # an augmented trace's costs are its own (summary_stream_finish._costs): the join's
+                # are never read, so the rest of the file skips it
+                for ev in batch:
+                    if type(ev) is dict and ev.get("ph") == "X":
+                        take(i, ev)
+                    else:
+                        other(ev)
+                    i += 1
+                if stage is not None:
+                    stage(f"summarizing: {i:,} events read")
+                continue
             for ev in batch:
                 if type(ev) is dict and ev.get("ph") == "X":
                     got = index(i, ev)
@@ -486,4 +500,4 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         del join, index, cost, later
         batch = ev = None  # noqa: F841 (the last window: freed before the costs are placed)
         return finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
-                      roots=_Roots(seen.threads))
+                      roots=_Roots(seen.threads), light=light)

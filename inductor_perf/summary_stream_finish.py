@@ -54,10 +54,11 @@ def _static(cost: Any, device: Any, peak_cache: dict, bandwidth: float | None) -
 
 def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
-           roots: Any) -> tuple[Any, Any]:
+           roots: Any, light: bool = False) -> tuple[Any, Any]:
     """(summary, device used) of a streamed trace; ``held``: ``[the cost join]``, emptied once the
     costs are placed (its index is the largest thing the pass kept); ``label_of(header)`` gives the
-    label."""
+    label. ``light``: the light summary (:mod:`inductor_perf.summary_light`): a kernel gets only the
+    args its kind reads, and only the cross-rank view's fields are computed."""
     from .cost_args import args_for, augment_event, device_bandwidth, device_from_trace
     from .event_cost import AugmentStats
     from .summary import Counts, _Totals, assemble, distributed_info
@@ -75,7 +76,12 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     static: dict[int, tuple] = {}
     bandwidth = device_bandwidth(device)
     astats = AugmentStats()
-    totals, cov = _Totals(), Coverage()
+    if light:
+        from .summary_light import LightTotals, assemble_light
+
+        totals, cov = LightTotals(), None
+    else:
+        totals, cov = _Totals(), Coverage()
     weights: dict[str, list[float]] = {}
     launcher: dict[int, Any] = {}
     by_corr = seen.by_corr
@@ -89,7 +95,9 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
                 if got is None:
                     got = static[id(cost)] = _static(cost, device, peak_cache, bandwidth)
                 head, tail, flops, nbytes, peak, bw = got
-                new = args_for(head, tail, flops, nbytes, k.dur, peak, bw)
+                # light: the cost's own args (those the kind reads among them), not the achieved
+                # numbers against the roofs (the roofline classification is most of augmenting)
+                new = {**head, **tail} if light else args_for(head, tail, flops, nbytes, k.dur, peak, bw)
                 if lab:
                     new.update(lab)
                 k.args = {**k.args, **new} if k.args else new
@@ -97,9 +105,10 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
                 k.args = augment_event({"cat": k.cat, "dur": k.dur, "args": k.args}, cost, device, True,
                                        peak_cache, bandwidth, astats, lab)["args"]
         args = k.args
-        add_dtype_weight(weights, args)
         totals.add(k)
-        cov.add(k.name, k.dur, args)
+        if cov is not None:
+            add_dtype_weight(weights, args)
+            cov.add(k.name, k.dur, args)
         if totals.kinds[id(k)] != KIND_COLLECTIVE:
             src, mod = args.get(source_key), args.get(module_key)
             k.args = ({source_key: src, module_key: mod} if src is not None and mod is not None else
@@ -108,7 +117,11 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
     tk = trace_kernels(seen, roots)
-    summary = assemble(tk, Counts(seen.total, seen.used, dict(seen.skipped)), window, launcher, seen.graph_launches,
+    counts = Counts(seen.total, seen.used, dict(seen.skipped))
+    if light:
+        return assemble_light(tk, counts, window, launcher, totals, distributed_info(header), top=top,
+                              label=label_of(header)), device
+    summary = assemble(tk, counts, window, launcher, seen.graph_launches,
                        totals, cov.result(sum(k.dur for k in seen.kernels), top), dtype_of_weights(weights),
                        distributed_info(header), device=device, top=top,
                        label=label_of(header), device_note=note,
