@@ -13,11 +13,11 @@ from __future__ import annotations
 import copy
 import gzip
 import json
-import math
 import os
 from pathlib import Path
 
 import pytest
+from json_close import differences
 
 from inductor_perf import summary_stream
 from inductor_perf.cli import main
@@ -44,23 +44,6 @@ def small_windows(monkeypatch):
     monkeypatch.setattr(summary_stream.Windows.__init__, "__defaults__", (4096,))
 
 
-def _close(a, b, path="") -> list[str]:
-    """Where two JSON values differ beyond float rounding (relative 1e-9)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        if a.keys() != b.keys():
-            return [f"{path}: keys {sorted(a.keys() ^ b.keys())}"]
-        return [d for k in a for d in _close(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: {len(a)} vs {len(b)} items"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _close(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) or isinstance(b, float):
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9,
-                                                                                       abs_tol=1e-6):
-            return []
-    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
-
-
 def _assert_same(a: str, b: str) -> None:
     """Each file read once per engine (the whole-trace units, and the streamed aggregated ones), then
     joined by every grouping: what diff_files(engine="full" / "stream") does, without reading the files
@@ -74,7 +57,7 @@ def _assert_same(a: str, b: str) -> None:
         # compare_units gives eager units inferred source lines (by="line"): fresh copies each time
         full = compare_units(*copy.deepcopy([u for u, _ in whole]), by=by).to_dict()
         agg = compare_units(*copy.deepcopy([u for u, _ in streamed]), by=by).to_dict()
-        diffs = _close(full, agg)
+        diffs = differences(full, agg)
         assert not diffs, f"{Path(a).name} vs {Path(b).name} by {by}: {diffs[:5]}"
         assert full["rows"], "a comparison without rows checks nothing"
 
@@ -171,7 +154,7 @@ def test_aggregated_units_by_hand():
     assert agg.step_walls_us == [90.0, 90.0]
     c_units = compare_units(tu, tu, by="module").to_dict()
     c_agg = compare_units(agg, agg, by="module").to_dict()
-    assert not _close(c_units, c_agg)
+    assert not differences(c_units, c_agg)
 
 
 def test_aggregated_peak_is_flop_weighted():
@@ -200,7 +183,7 @@ def parallel(monkeypatch):
 def test_worker_gives_the_same_comparison(parallel):
     a, b = GPU[0], GPU[1]
     serial = diff_files(a, b, by="op", engine="full").to_dict()
-    assert not _close(serial, diff_files(a, b, by="op", engine="stream").to_dict())
+    assert not differences(serial, diff_files(a, b, by="op", engine="stream").to_dict())
 
 
 def test_bad_second_trace_error_comes_back_from_the_worker(parallel, tmp_path):
@@ -223,7 +206,7 @@ def test_a_worker_that_dies_leaves_the_side_to_the_parent(parallel, monkeypatch)
     monkeypatch.setattr(sides, "_worker", print)
     a, b = GPU[0], GPU[1]
     got = diff_files(a, b, by="op", engine="stream").to_dict()
-    assert not _close(diff_files(a, b, by="op", engine="full").to_dict(), got)
+    assert not differences(diff_files(a, b, by="op", engine="full").to_dict(), got)
 
 
 def test_cli_diff_engines_agree(tmp_path, capsys):
@@ -232,7 +215,7 @@ def test_cli_diff_engines_agree(tmp_path, capsys):
     for engine in ("full", "stream", "auto"):
         assert main(["diff", a, b, "--format", "json", "--engine", engine]) == 0
         outs.append(json.loads(capsys.readouterr().out))
-    assert not _close(outs[0], outs[1]) and not _close(outs[0], outs[2])
+    assert not differences(outs[0], outs[1]) and not differences(outs[0], outs[2])
 
 
 def test_diff_traces_of_dicts_is_unchanged():

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import gzip
 import json
-import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from json_close import differences
 
 from inductor_perf import summary_stream
 from inductor_perf import trace_format as tf
@@ -37,23 +37,6 @@ def small_windows(monkeypatch):
     monkeypatch.setattr(summary_stream.Windows.__init__, "__defaults__", (4096,))
 
 
-def _close(a, b, path="") -> list[str]:
-    """Where two JSON values differ beyond float rounding (relative 1e-9)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        if a.keys() != b.keys():
-            return [f"{path}: keys {sorted(a.keys() ^ b.keys())}"]
-        return [d for k in a for d in _close(a[k], b[k], f"{path}.{k}")]
-    if isinstance(a, list) and isinstance(b, list):
-        if len(a) != len(b):
-            return [f"{path}: {len(a)} vs {len(b)} items"]
-        return [d for i, (x, y) in enumerate(zip(a, b)) for d in _close(x, y, f"{path}[{i}]")]
-    if isinstance(a, float) or isinstance(b, float):
-        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and math.isclose(a, b, rel_tol=1e-9,
-                                                                                       abs_tol=1e-6):
-            return []
-    return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
-
-
 def _both(path: Path) -> tuple[dict, dict, object]:
     full = summarize_file(str(path), engine="full").summary.to_dict()
     streamed = summary_stream.summarize_file_stream(str(path), label_of=lambda h: trace_label(h, path.name))
@@ -63,7 +46,7 @@ def _both(path: Path) -> tuple[dict, dict, object]:
 
 def _assert_same(path: Path) -> None:
     full, streamed, _ = _both(path)
-    diffs = _close(full, streamed)
+    diffs = differences(full, streamed)
     assert not diffs, f"{path.name}: streaming differs from the full load: {diffs[:5]}"
 
 
@@ -99,7 +82,7 @@ def generated(tmp_path_factory):
 @pytest.mark.parametrize("which", ["kineto", "compact", "gz"])
 def test_generated_same_summary(generated, which):
     full, streamed, _ = _both(generated[which])
-    assert not _close(full, streamed)
+    assert not differences(full, streamed)
     # The costs came from recorded shapes, in both: every kernel of this trace has them.
     assert streamed["costed_time_pct"] == 100.0 and streamed["costs_note"]
 
@@ -163,7 +146,7 @@ def test_separator_inside_a_string(tmp_path):
                 "dur": 1.0, "args": {"correlation": i}} for i in range(300)]
     p = _events_file(tmp_path, events)
     full = summarize_file(str(p), engine="full").summary.to_dict()
-    assert not _close(full, summarize_file(str(p), engine="stream").summary.to_dict())
+    assert not differences(full, summarize_file(str(p), engine="stream").summary.to_dict())
     assert full["kernel_count"] == 300
 
 
@@ -192,7 +175,7 @@ def test_without_orjson_same_summary(generated, monkeypatch):
     monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` raises ImportError
     assert summary_stream.summarize_file_stream(str(generated["kineto"])) is None
     without = summarize_file(str(generated["kineto"]), engine="stream").summary.to_dict()
-    assert not _close(with_orjson, without)
+    assert not differences(with_orjson, without)
 
 
 def test_windows_give_back_pages(generated):
@@ -218,4 +201,4 @@ def test_gz_without_temporary_space_falls_back(generated, monkeypatch):
     want = summarize_file(str(generated["gz"]), engine="full").summary.to_dict()
     monkeypatch.setattr(tempfile, "mkstemp", no_space)
     assert summary_stream.summarize_file_stream(str(generated["gz"])) is None
-    assert not _close(want, summarize_file(str(generated["gz"]), engine="stream").summary.to_dict())
+    assert not differences(want, summarize_file(str(generated["gz"]), engine="stream").summary.to_dict())
