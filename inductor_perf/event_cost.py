@@ -3,7 +3,7 @@ counts each stage reports (``JoinStats``, ``AugmentStats``). A leaf: it imports 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -123,10 +123,7 @@ class AugmentStats:
 
     def merge_from(self, other: "AugmentStats") -> None:
         """Add ``other``'s counts to this one (names and notes are combined)."""
-        for f in ("events", "cpu_ops", "device_kernels", "ops_costed", "ops_without_shapes", "ops_bad_shapes",
-                  "unknown_dtypes", "kernels_without_launch", "duplicate_external_ids",
-                  "ops_with_several_kernels", "triton_costed", "nonpositive_dur", "non_finite_inputs", "ops_lower_bound",
-                  "events_labelled", "copies_costed", "copies_unsized", "collectives_sized", "collectives_unsized"):
+        for f in _COUNT_FIELDS:
             setattr(self, f, getattr(self, f) + getattr(other, f))
         self.unknown_dtype_names = tuple(sorted(set(self.unknown_dtype_names) | set(other.unknown_dtype_names)))
         self.notes.extend(n for n in other.notes if n not in self.notes)
@@ -165,6 +162,11 @@ class AugmentStats:
         s = f"{self.events_augmented} of {self.events} events augmented"
         w = self.warnings()
         return s + ("; " + "; ".join(w) if w else "")
+
+
+_COUNT_FIELDS = tuple(f.name for f in fields(AugmentStats) if f.type == "int")
+"""The counts :meth:`AugmentStats.merge_from` adds up: every plain ``int`` field (the worker's RSS is
+``int | None``, a measurement, not a count)."""
 
 
 @dataclass

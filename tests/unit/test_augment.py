@@ -134,6 +134,15 @@ def test_stats_warnings_have_counts():
     assert any(x.startswith("2 ops with unknown dtypes (c10::X") for x in w)
 
 
+def test_stats_merge_adds_every_count():
+    # every count, the TBE pairs included (once left out of the merge), adds up: 1 + 2 = 3
+    a = AugmentStats(tbe_backwards_paired=1, ops_lower_bound=1, copies_costed=1, events=1)
+    b = AugmentStats(tbe_backwards_paired=2, ops_lower_bound=2, copies_costed=2, events=2, worker_maxrss_kb=7)
+    a.merge_from(b)
+    assert (a.tbe_backwards_paired, a.ops_lower_bound, a.copies_costed, a.events) == (3, 3, 3, 3)
+    assert a.worker_maxrss_kb is None  # a measurement of the run, not a count
+
+
 # --- upstream's example (pytorch test/inductor/test_analysis.py, test_augment_trace_helper_unit) ----
 def test_upstream_example_our_numbers():
     trace = load_trace(UPSTREAM)
