@@ -181,6 +181,11 @@ def _size(v: Any) -> int | None:
     return int(n) if n is not None and n >= 0 and n == int(n) else None
 
 
+def rebased(d: dict[int, Any], base: int) -> dict[int, Any]:
+    """``d`` with ``base`` added to its keys (event indices), in the same order; ``d`` itself for 0."""
+    return {i + base: v for i, v in d.items()} if base else d
+
+
 class LaunchIndex:
     """What finding each kernel's launching op needs, one event at a time: :meth:`index` each
     event in order, then :meth:`launches`. Keeps only what most traces need, not the events, so a
@@ -291,19 +296,22 @@ class LaunchIndex:
         counts = tuple(getattr(s, n) for n in self._COUNTS)
         return (counts, tuple(getattr(self, n) for n in self._STATE))
 
-    def merge(self, state: tuple) -> None:
+    def merge(self, state: tuple, base: int = 0) -> None:
         """Take in the :meth:`state` of an index over events that all come after this one's, as if
-        :meth:`index` had been called on them here, in order."""
+        :meth:`index` had been called on them here, in order; ``base``: what to add to its event
+        indices (a process that numbered its events from 0 while this one read those before them)."""
         counts, parts = state
         s = self.stats
         for n, c in zip(self._COUNTS, counts):
             setattr(s, n, getattr(s, n) + c)
-        self._merge(dict(zip(self._STATE, parts)))
+        self._merge(dict(zip(self._STATE, parts)), base)
 
-    def _merge(self, st: dict[str, Any]) -> None:
+    def _merge(self, st: dict[str, Any], base: int) -> None:
         """:meth:`merge` of the containers named in :data:`_STATE` (a subclass adds its own)."""
         by_thread = self.by_thread
         for key, theirs in st["by_thread"].items():
+            if base:
+                theirs = (theirs[0], theirs[1], array("q", [i + base for i in theirs[2]]))
             cols = by_thread.get(key)
             if cols is None:
                 by_thread[key] = theirs
@@ -311,16 +319,18 @@ class LaunchIndex:
                 for mine, more in zip(cols, theirs):
                     mine.extend(more)
         # Keyed by event index: the two ranges never share a key.
-        self.kernels.update(st["kernels"])
-        self.copies.update(st["copies"])
-        self.is_scope |= st["is_scope"]
-        self.graph_launches |= st["graph_launches"]
-        self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in index()
-        self.flows_later.extend(st["flows_later"])
+        self.kernels.update(rebased(st["kernels"], base))
+        self.copies.update(rebased(st["copies"], base))
+        self.is_scope |= {i + base for i in st["is_scope"]} if base else st["is_scope"]
+        self.graph_launches |= {i + base for i in st["graph_launches"]} if base else st["graph_launches"]
+        # a later event overwrites, as in index()
+        theirs = st["runtime_by_corr"]
+        self.runtime_by_corr.update({c: i + base for c, i in theirs.items()} if base else theirs)
+        self.flows_later.extend(array("q", [i + base for i in st["flows_later"]]) if base else st["flows_later"])
         # An External id first seen in the later range is a duplicate when this range has it.
         mine, theirs, dup = self.ext_to_op, st["ext_to_op"], self.dup_ext
         common = mine.keys() & theirs.keys()
-        mine.update(theirs if not common else {k: i for k, i in theirs.items() if k not in common})
+        mine.update({k: i + base for k, i in theirs.items() if k not in common} if base or common else theirs)
         dup |= common
         dup |= st["dup_ext"]
         self.stats.duplicate_external_ids += len(common)

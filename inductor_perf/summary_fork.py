@@ -1,0 +1,122 @@
+"""The streaming summary's pass (:mod:`inductor_perf.summary_stream`) in two processes, as ``augment``
+shares its pass (:mod:`inductor_perf.fastpath.stream`): a worker forked once the file is mapped reads
+the windows from a window boundary about half-way (:meth:`summary_windows.Windows.cut_near`) to the
+end, numbering its events from 0, while this process reads those before it; the worker then sends what
+it kept, in parts (the windows' bookkeeping, the cost join's state, the pass's counts, kernels and
+threads), and this process appends it after its own, its event indices raised by the number of events
+before the boundary. The windows are exactly those one process reads, so the summary and every error
+are the same.
+
+One process where ``os.fork`` is missing, for a file under :data:`FORK_MIN_BYTES`, for the light
+summary (a folder of ranks: its files are summarized in parallel already, :mod:`inductor_perf.ranks_files`)
+and inside a process started by :mod:`multiprocessing` (a pool's worker). A worker that dies or fails
+before all its parts arrive: this process reads its windows itself. The worker runs under the rules of
+:class:`~inductor_perf.fastpath.worker.Worker` (it imports nothing, never logs, touches no torch).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+import pickle
+from typing import Any, Callable, Iterator
+
+from .errors import TraceFormatError
+from .fastpath.clock import StageClock
+from .fastpath.worker import Worker, WorkerGone, put
+from .summary_windows import Windows, _Layout
+
+log = logging.getLogger(__name__)
+
+FORK_MIN_BYTES = 50_000_000
+"""Trace files whose JSON text is at least this large are read by two processes (the size at which
+the streaming engine is picked, and ``augment`` forks its worker)."""
+
+WORKER_SHARE = 0.5
+"""The worker's share of the text: it pickles what it kept, about as long as this process takes to
+unpickle and append it."""
+
+_PARTS = 5
+"""What the worker sends after its pass (:func:`summary_stream._worker_part`): (events read, windows),
+the join's state, and the pass's three parts."""
+
+
+class PassWorker:
+    """The forked worker of one pass: :meth:`receive` its parts, :meth:`close` it."""
+
+    def __init__(self, worker: Worker, cut: int) -> None:
+        self.worker = worker
+        self.cut = cut
+        """Where its windows begin: a window boundary (the end of a separator)."""
+
+    def receive(self) -> list[Any] | None:
+        """Its parts, all of them (nothing is merged before the last one is here: a worker that fails
+        midway leaves nothing half-merged), and the worker reaped; None when it died or failed (the
+        caller reads its windows). Raises the TraceFormatError or :class:`_Layout` its windows gave."""
+        try:
+            first = self.worker.recv()
+            if first[0] == "format":
+                raise TraceFormatError(first[1])
+            if first[0] == "layout":
+                raise _Layout(first[1])
+            parts = [first[1]]
+            while len(parts) < _PARTS:
+                parts.append(self.worker.recv())
+        except (WorkerGone, pickle.UnpicklingError, TypeError, IndexError, AttributeError, EOFError):
+            self.close(kill=True)
+            return None
+        self.close()
+        return parts
+
+    def close(self, kill: bool = False) -> None:
+        """Reap the worker (``kill``: stop it first); once reaped, this does nothing."""
+        reaped = self.worker._reaped
+        self.worker.close(kill=kill)
+        if not reaped:
+            log.info("summary worker: peak RSS %s KB", self.worker.maxrss_kb)
+
+
+def start_worker(events: Windows, light: bool, read_part: Callable[[Windows], Iterator[Any]]) -> PassWorker | None:
+    """Fork the worker of ``events``' later windows, which runs ``read_part`` on them and sends each
+    part it yields, and stop ``events`` at the boundary; None (one process) in the cases the module
+    docstring names, or when the file has too few windows to share."""
+    import multiprocessing
+
+    if light or not hasattr(os, "fork") or len(events.raw) < FORK_MIN_BYTES:
+        return None
+    if multiprocessing.parent_process() is not None:
+        return None  # a pool's worker: its siblings have the other cores (and a daemon cannot fork safely)
+    cut = events.cut_near(1.0 - WORKER_SHARE)
+    if cut is None:
+        return None
+    for name in ("orjson", "inductor_perf.op_costs", "inductor_perf.op_meta"):
+        importlib.import_module(name)  # before the fork: the worker imports nothing (Worker's rules)
+    try:
+        worker = Worker(_worker_main, StageClock(), events.raw, events.path, events.window, cut, read_part)
+    except OSError as e:
+        log.info("no summary worker (%s); reading in one process", e)
+        return None
+    events.stop = cut
+    return PassWorker(worker, cut)
+
+
+def _worker_main(clock: StageClock, raw: Any, path: str, window: int, cut: int,
+                 read_part: Callable[[Windows], Iterator[Any]], rx: Any, tx: Any) -> None:
+    """In the forked worker: ``read_part`` over the windows from ``cut``; each part it yields is sent
+    as it comes (the first one tagged "ok"), or the error its windows raised ("format": a
+    TraceFormatError's message; "layout": the layout is not the engine's)."""
+    try:
+        parts = read_part(Windows(raw, path, window, begin=cut - 1))
+        first = next(parts)
+    except TraceFormatError as e:
+        put(tx, ("format", str(e)))
+        return
+    except _Layout as e:
+        put(tx, ("layout", str(e)))
+        return
+    put(tx, ("ok", first))
+    del first
+    for part in parts:
+        put(tx, part)
+        del part
