@@ -16,6 +16,7 @@ before all its parts arrive: this process reads its windows itself. The worker r
 
 from __future__ import annotations
 
+import collections
 import importlib
 import logging
 import os
@@ -24,7 +25,7 @@ from typing import Any, Callable, Iterator
 
 from .errors import TraceFormatError
 from .fastpath.clock import StageClock
-from .fastpath.worker import Worker, WorkerGone, put
+from .fastpath.worker import Worker
 from .summary_windows import Windows, _Layout
 
 log = logging.getLogger(__name__)
@@ -37,9 +38,14 @@ WORKER_SHARE = 0.5
 """The worker's share of the text: it pickles what it kept, about as long as this process takes to
 unpickle and append it."""
 
-_PARTS = 5
-"""What the worker sends after its pass (:func:`summary_stream._worker_part`): (events read, windows),
-the join's state, and the pass's three parts."""
+class Parts:
+    """The worker's parts as they came (pickled): :meth:`next` unpickles the next one and lets its bytes go."""
+
+    def __init__(self, frames: list[bytes]) -> None:
+        self.frames = collections.deque(frames)
+
+    def next(self) -> Any:
+        return pickle.loads(self.frames.popleft())
 
 
 class PassWorker:
@@ -50,24 +56,27 @@ class PassWorker:
         self.cut = cut
         """Where its windows begin: a window boundary (the end of a separator)."""
 
-    def receive(self) -> list[Any] | None:
-        """Its parts, all of them (nothing is merged before the last one is here: a worker that fails
-        midway leaves nothing half-merged), and the worker reaped; None when it died or failed (the
-        caller reads its windows). Raises the TraceFormatError or :class:`_Layout` its windows gave."""
+    def receive(self) -> Parts | None:
+        """All its parts (nothing is merged before the last one is here: a worker that fails midway
+        leaves nothing half-merged), kept pickled until the worker has exited (its memory is given back
+        before its objects are rebuilt here); None when it died or failed (the caller reads its
+        windows). Raises the TraceFormatError or :class:`_Layout` its windows gave."""
+        frames = []
         try:
-            first = self.worker.recv()
-            if first[0] == "format":
-                raise TraceFormatError(first[1])
-            if first[0] == "layout":
-                raise _Layout(first[1])
-            parts = [first[1]]
-            while len(parts) < _PARTS:
-                parts.append(self.worker.recv())
-        except (WorkerGone, pickle.UnpicklingError, TypeError, IndexError, AttributeError, EOFError):
+            while True:
+                tag, data = _get(self.worker.rx)
+                if tag == _END:
+                    break
+                if tag == _FORMAT:
+                    raise TraceFormatError(pickle.loads(data))
+                if tag == _LAYOUT:
+                    raise _Layout(pickle.loads(data))
+                frames.append(data)
+        except (OSError, EOFError):
             self.close(kill=True)
             return None
         self.close()
-        return parts
+        return Parts(frames)
 
     def close(self, kill: bool = False) -> None:
         """Reap the worker (``kill``: stop it first); once reaped, this does nothing."""
@@ -75,6 +84,29 @@ class PassWorker:
         self.worker.close(kill=kill)
         if not reaped:
             log.info("summary worker: peak RSS %s KB", self.worker.maxrss_kb)
+
+
+# The frames the worker sends: a tag byte, the payload's length (8 bytes), the payload pickled.
+_PART, _END, _FORMAT, _LAYOUT = b"p", b"e", b"f", b"l"
+
+
+def _put(f: Any, tag: bytes, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    f.write(tag + len(data).to_bytes(8, "little"))
+    f.write(data)
+    f.flush()
+
+
+def _get(f: Any) -> tuple[bytes, bytes]:
+    """The next frame :func:`_put` sent: (tag, pickled payload); EOFError when the pipe closed first."""
+    head = f.read(9)
+    if len(head) != 9:
+        raise EOFError("pipe closed")
+    size = int.from_bytes(head[1:], "little")
+    data = f.read(size)
+    if len(data) != size:
+        raise EOFError("pipe closed")
+    return head[:1], data
 
 
 def start_worker(events: Windows, light: bool, read_part: Callable[[Windows], Iterator[Any]]) -> PassWorker | None:
@@ -104,19 +136,22 @@ def start_worker(events: Windows, light: bool, read_part: Callable[[Windows], It
 def _worker_main(clock: StageClock, raw: Any, path: str, window: int, cut: int,
                  read_part: Callable[[Windows], Iterator[Any]], rx: Any, tx: Any) -> None:
     """In the forked worker: ``read_part`` over the windows from ``cut``; each part it yields is sent
-    as it comes (the first one tagged "ok"), or the error its windows raised ("format": a
-    TraceFormatError's message; "layout": the layout is not the engine's)."""
+    as it comes, then the end; or the error its windows raised (a TraceFormatError's message; the
+    layout is not the engine's). Exits at once after the end: freeing what it kept would only delay
+    giving its memory back."""
+    parts = read_part(Windows(raw, path, window, begin=cut - 1))
     try:
-        parts = read_part(Windows(raw, path, window, begin=cut - 1))
         first = next(parts)
     except TraceFormatError as e:
-        put(tx, ("format", str(e)))
+        _put(tx, _FORMAT, str(e))
         return
     except _Layout as e:
-        put(tx, ("layout", str(e)))
+        _put(tx, _LAYOUT, str(e))
         return
-    put(tx, ("ok", first))
+    _put(tx, _PART, first)
     del first
     for part in parts:
-        put(tx, part)
+        _put(tx, _PART, part)
         del part
+    _put(tx, _END, None)
+    os._exit(0)

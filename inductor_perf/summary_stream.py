@@ -294,10 +294,13 @@ def _pass_state(seen: _Pass) -> Iterator[Any]:
     yield (seen.used, dict(seen.skipped), seen.w0, seen.w1, seen.by_corr, seen.graph_launches, seen.steps, seen.costed)
     seen.by_corr, seen.steps = {}, []
     ks, seen.kernels = seen.kernels, []
-    cats: dict[str, str] = {}
-    # columns, not _Ev objects: ~10x faster to pickle and unpickle
-    yield ([k.name for k in ks], [cats.setdefault(k.cat, k.cat) for k in ks], [k.pid for k in ks],
-           [k.tid for k in ks], array("d", [k.ts for k in ks]), array("d", [k.dur for k in ks]),
+    # columns, not _Ev objects: ~10x faster to pickle and unpickle; equal categories and ids shared
+    # (pickle then writes each once, and the parent gets one object each), keyed by type too (1 != 1.0)
+    one: dict[Any, Any] = {}
+    share = one.setdefault
+    yield ([k.name for k in ks], [share((str, k.cat), k.cat) for k in ks],
+           [share((type(k.pid), k.pid), k.pid) for k in ks], [share((type(k.tid), k.tid), k.tid) for k in ks],
+           array("d", [k.ts for k in ks]), array("d", [k.dur for k in ks]),
            [k.args or None for k in ks], seen.kernel_index, seen.kernel_corr)
     del ks
     seen.kernel_index, seen.kernel_corr = array("q"), []
@@ -306,24 +309,27 @@ def _pass_state(seen: _Pass) -> Iterator[Any]:
 
 def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
     """Append to ``seen`` the :func:`_pass_state` parts of a :class:`_Pass` over the events after its
-    own, numbered from ``base`` here."""
-    used, skipped, w0, w1, by_corr, graph_launches, steps, costed = parts[0]
+    own, numbered from ``base`` here; ``parts`` is emptied as they are taken in (each let go then)."""
+    used, skipped, w0, w1, by_corr, graph_launches, steps, costed = parts.pop(0)
     seen.used += used
     for why, n in skipped.items():
         seen.skipped[why] += n
     seen.w0, seen.w1 = min(seen.w0, w0), max(seen.w1, w1)
     seen.by_corr.update(by_corr)  # a later call overwrites, as in add()
+    del by_corr
     seen.graph_launches = seen.graph_launches or graph_launches
     seen.steps.extend(steps)
     seen.costed = seen.costed or costed
-    names, cats, pids, tids, ts, dur, args, index, corr = parts[1]
+    names, cats, pids, tids, ts, dur, args, index, corr = parts.pop(0)
     add, no_args = seen.kernels.append, _NO_ARGS
     for k in map(_Ev, names, cats, pids, tids, ts, dur, [a if a is not None else no_args for a in args]):
         k.children = _LEAF
         add(k)
+    del names, cats, pids, tids, ts, dur, args
     seen.kernel_index.extend(array("q", [i + base for i in index]))
     seen.kernel_corr.extend(corr)
-    seen.threads.merge(parts[2])
+    del index, corr
+    seen.threads.merge(parts.pop(0))
 
 
 def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None) -> int:
@@ -361,8 +367,10 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
 
 def _worker_part(events: Windows) -> Iterator[Any]:
     """In the forked worker (:mod:`inductor_perf.summary_fork`): the pass over its windows, numbered
-    from 0, then what :func:`_take` merges: (events read, the windows' bookkeeping), the join's state
-    (None when its part showed costs of its own: never read), and :func:`_pass_state`."""
+    from 0, then what :func:`_take` merges, one part at a time (each let go once sent): (events read,
+    the windows' bookkeeping); the join's counts then each of its containers (the counts None when its
+    part showed costs of its own: the join is never read then, and nothing more of it is sent); and
+    :func:`_pass_state`."""
     from .op_costs import CostJoin
     from .op_meta import defer_torch
 
@@ -371,10 +379,12 @@ def _worker_part(events: Windows) -> Iterator[Any]:
     seen = _Pass()
     n = _read(events, join, seen, 0, None)
     yield n, events.part()
-    state = None if seen.costed else join.state()
+    counts, containers = join.state()
     del join
-    yield state
-    del state
+    yield None if seen.costed else counts
+    while containers and not seen.costed:
+        yield containers.pop(0)
+    del containers
     yield from _pass_state(seen)
 
 
@@ -436,12 +446,14 @@ def _take(worker: Any, events: Windows, join: Any, seen: _Pass, i: int, stage: C
         end = _read(rest, join, seen, i, stage)
         events.adopt(rest.part(), i)
         return end
-    (n, windows), state = parts[0], parts[1]
+    n, windows = parts.next()
     events.adopt(windows, i)
-    _merge_pass(seen, parts[2:], i)
+    counts = parts.next()
+    state = None if counts is None else (counts, [parts.next() for _ in join._STATE])
+    _merge_pass(seen, [parts.next() for _ in range(3)], i)
     if not seen.costed and state is not None:
-        join.merge(state, i)
-    del parts, state
+        join.merge(state, i)  # empties state
+    del state
     if stage is not None:
         stage(f"summarizing: {i + n:,} events read")
     return i + n
