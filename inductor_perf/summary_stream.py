@@ -20,7 +20,8 @@ Then the costs are placed (:meth:`CostJoin.finish`), each kernel gets the args `
 write (:mod:`inductor_perf.summary_stream_finish`), is summed, and keeps only what the later tables
 read; :func:`inductor_perf.summary.assemble` does the rest, as for a loaded trace. The windows' text is
 given back to the kernel as soon as it is parsed (``madvise``), so the mapped file does not stay
-resident.
+resident (:mod:`inductor_perf.summary_windows`). A large file's later windows are read by a forked
+worker, whose join and pass are appended to this process's (:mod:`inductor_perf.summary_fork`).
 
 Traces this engine does not take (no orjson, a layout other than Kineto's one-object-per-event
 array, NaN literals, no device events: a CPU trace) make :func:`summarize_file_stream` return None,
