@@ -47,6 +47,19 @@ class Parts:
     def next(self) -> Any:
         return pickle.loads(self.frames.popleft())
 
+    @staticmethod
+    def trim() -> None:
+        """Once the parts are merged: give the C heap's free pages back (glibc's ``malloc_trim``). The
+        pickled parts and the containers merged into this process's were large blocks of that heap;
+        the holes they leave are not all reused by what the summary allocates next (its small objects
+        live in Python's own arenas), and would stay resident beside it."""
+        try:
+            import ctypes
+
+            ctypes.CDLL(None).malloc_trim(0)
+        except (OSError, AttributeError):  # not glibc
+            pass
+
 
 class PassWorker:
     """The forked worker of one pass: :meth:`receive` its parts, :meth:`close` it."""

@@ -455,6 +455,7 @@ def _take(worker: Any, events: Windows, join: Any, seen: _Pass, i: int, stage: C
     if not seen.costed and state is not None:
         join.merge(state, i)  # empties state
     del state
+    parts.trim()
     if stage is not None:
         stage(f"summarizing: {i + n:,} events read")
     return i + n
