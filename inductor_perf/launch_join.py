@@ -18,7 +18,7 @@ import bisect
 import re
 from array import array
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .event_cost import AugmentStats, EventCost
 from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, Columns,
@@ -181,6 +181,26 @@ def _size(v: Any) -> int | None:
     return int(n) if n is not None and n >= 0 and n == int(n) else None
 
 
+def shifted(indices: Iterable[int], base: int) -> Iterable[int]:
+    """Event ``indices`` with ``base`` added (lazily); ``indices`` itself for 0 (the fast
+    ``set.update`` / ``array.extend`` of a container)."""
+    return map(base.__add__, indices) if base else indices
+
+
+def _values_shifted(d: dict[Any, int], base: int) -> Any:
+    """``d``'s items with ``base`` added to their values (event indices), lazily; ``d`` itself for 0."""
+    return ((k, i + base) for k, i in d.items()) if base else d
+
+
+def add_rebased(mine: dict[int, Any], theirs: dict[int, Any], base: int) -> None:
+    """Add ``theirs``, keyed by event index, to ``mine``, with ``base`` added to its keys, in order."""
+    if not base:
+        mine.update(theirs)
+        return
+    for i, v in theirs.items():
+        mine[i + base] = v
+
+
 class LaunchIndex:
     """What finding each kernel's launching op needs, one event at a time: :meth:`index` each
     event in order, then :meth:`launches`. Keeps only what most traces need, not the events, so a
@@ -289,21 +309,28 @@ class LaunchIndex:
         over a later range of events hands this to :meth:`merge`."""
         s = self.stats
         counts = tuple(getattr(s, n) for n in self._COUNTS)
-        return (counts, tuple(getattr(self, n) for n in self._STATE))
+        return (counts, [getattr(self, n) for n in self._STATE])
 
-    def merge(self, state: tuple) -> None:
+    def merge(self, state: tuple, base: int = 0) -> None:
         """Take in the :meth:`state` of an index over events that all come after this one's, as if
-        :meth:`index` had been called on them here, in order."""
+        :meth:`index` had been called on them here, in order; ``base``: what to add to its event
+        indices (a process that numbered its events from 0 while this one read those before them).
+        Each of its containers is let go once taken in (``state`` is emptied of them)."""
         counts, parts = state
         s = self.stats
         for n, c in zip(self._COUNTS, counts):
             setattr(s, n, getattr(s, n) + c)
-        self._merge(dict(zip(self._STATE, parts)))
+        st = dict(zip(self._STATE, parts))
+        parts.clear()
+        self._merge(st, base)
 
-    def _merge(self, st: dict[str, Any]) -> None:
-        """:meth:`merge` of the containers named in :data:`_STATE` (a subclass adds its own)."""
+    def _merge(self, st: dict[str, Any], base: int) -> None:
+        """:meth:`merge` of the containers named in :data:`_STATE` (a subclass adds its own), popped
+        from ``st`` one at a time."""
         by_thread = self.by_thread
-        for key, theirs in st["by_thread"].items():
+        for key, theirs in st.pop("by_thread").items():
+            if base:
+                theirs = (theirs[0], theirs[1], array("q", shifted(theirs[2], base)))
             cols = by_thread.get(key)
             if cols is None:
                 by_thread[key] = theirs
@@ -311,18 +338,20 @@ class LaunchIndex:
                 for mine, more in zip(cols, theirs):
                     mine.extend(more)
         # Keyed by event index: the two ranges never share a key.
-        self.kernels.update(st["kernels"])
-        self.copies.update(st["copies"])
-        self.is_scope |= st["is_scope"]
-        self.graph_launches |= st["graph_launches"]
-        self.runtime_by_corr.update(st["runtime_by_corr"])  # a later event overwrites, as in index()
-        self.flows_later.extend(st["flows_later"])
+        add_rebased(self.kernels, st.pop("kernels"), base)
+        add_rebased(self.copies, st.pop("copies"), base)
+        self.is_scope.update(shifted(st.pop("is_scope"), base))
+        self.graph_launches.update(shifted(st.pop("graph_launches"), base))
+        # a later event overwrites, as in index()
+        self.runtime_by_corr.update(_values_shifted(st.pop("runtime_by_corr"), base))
+        self.flows_later.extend(shifted(st.pop("flows_later"), base))
         # An External id first seen in the later range is a duplicate when this range has it.
-        mine, theirs, dup = self.ext_to_op, st["ext_to_op"], self.dup_ext
+        mine, theirs, dup = self.ext_to_op, st.pop("ext_to_op"), self.dup_ext
         common = mine.keys() & theirs.keys()
-        mine.update(theirs if not common else {k: i for k, i in theirs.items() if k not in common})
+        mine.update(_values_shifted(theirs, base) if not common else
+                    ((k, i + base) for k, i in theirs.items() if k not in common))
         dup |= common
-        dup |= st["dup_ext"]
+        dup |= st.pop("dup_ext")
         self.stats.duplicate_external_ids += len(common)
 
     def parents(self) -> dict[int, int]:

@@ -20,7 +20,7 @@ from .comm_costs import ANNOTATION_PREFIX, RPC_NAME, CommInfo, from_annotation, 
 from .cost_placing import Label, Placer
 from .event_cost import AugmentStats, EventCost
 from .events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
-from .launch_join import KERNEL, LaunchIndex
+from .launch_join import KERNEL, LaunchIndex, add_rebased, shifted
 from .op_formulas import NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
 from .op_formulas_ext import TBE_PREFIXES, embedding_backward_key, embedding_forward_key, paired_backward_cost
 from .op_meta import PENDING, op_cost_or_reason, wants_cost
@@ -296,21 +296,21 @@ class CostJoin(LaunchIndex):
                                         bytes_written=int(got.bytes_written), dtype=got.dtype, cost_source="shapes")
                 self.stats.tbe_backwards_paired += 1
 
-    def _merge(self, st: dict[str, Any]) -> None:
-        super()._merge(st)
-        self.tbe_forwards.extend(st["tbe_forwards"])
-        self.tbe_backwards.extend(st["tbe_backwards"])
-        for name, args, ops in st["pending"].values():
+    def _merge(self, st: dict[str, Any], base: int) -> None:
+        super()._merge(st, base)
+        self.tbe_forwards.extend(st.pop("tbe_forwards"))
+        self.tbe_backwards.extend((i + base, *rest) for i, *rest in st.pop("tbe_backwards"))
+        for name, args, ops in st.pop("pending").values():
             result = self._op_result(name, args)
             if result is PENDING:  # this process defers too: pass them on
-                self.pending[self._key][2].extend(ops)
+                self.pending[self._key][2].extend(shifted(ops, base))
             else:
                 for i in ops:
-                    self._apply(i, args, result)
+                    self._apply(i + base, args, result)
         # Keyed by event index: the two ranges never share a key.
         for n in ("names", "own", "failed", "pre", "comm_kernels", "comm_scopes"):
-            getattr(self, n).update(st[n])
-        self.recognized |= st["recognized"]
+            add_rebased(getattr(self, n), st.pop(n), base)
+        self.recognized.update(shifted(st.pop("recognized"), base))
 
     def finish(self, n_events: int, dist_info: Mapping[str, Any] | None = None
                ) -> tuple[dict[int, EventCost], AugmentStats]:

@@ -20,7 +20,8 @@ Then the costs are placed (:meth:`CostJoin.finish`), each kernel gets the args `
 write (:mod:`inductor_perf.summary_stream_finish`), is summed, and keeps only what the later tables
 read; :func:`inductor_perf.summary.assemble` does the rest, as for a loaded trace. The windows' text is
 given back to the kernel as soon as it is parsed (``madvise``), so the mapped file does not stay
-resident.
+resident (:mod:`inductor_perf.summary_windows`). A large file's later windows are read by a forked
+worker, whose join and pass are appended to this process's (:mod:`inductor_perf.summary_fork`).
 
 Traces this engine does not take (no orjson, a layout other than Kineto's one-object-per-event
 array, NaN literals, no device events: a CPU trace) make :func:`summarize_file_stream` return None,
@@ -29,28 +30,23 @@ and the caller loads the whole trace. A file cut mid-event raises TraceFormatErr
 
 from __future__ import annotations
 
-import contextlib
-import gzip
 import logging
-import mmap
-import os
 import re
-import tempfile
-import zlib
 from array import array
 from collections import defaultdict
 from typing import Any, Callable, Iterator
 
 from . import events as evs
 from . import trace_format as tf
-from .errors import TraceFormatError
 from .summary_comm import HOST_PREFIXES
 from .summary_kernels import _Ev, _hashable, _num
+from .summary_windows import WINDOW_BYTES, Windows, _Layout, mapped_text
 
 log = logging.getLogger(__name__)
 
-WINDOW_BYTES = 4 << 20
-"""Text parsed at a time: bounds the memory of the parsed events (about 4x the text)."""
+__all__ = ["STREAM_MIN_BYTES", "WINDOW_BYTES", "Windows", "mapped_text", "summarize_file_stream"]
+"""``WINDOW_BYTES``, ``Windows`` and ``mapped_text`` live in :mod:`inductor_perf.summary_windows`;
+named here too for the diff's streamed side and the tests."""
 
 STREAM_MIN_BYTES = 50_000_000
 """Trace files whose JSON text is at least this large are summarized by this engine under
@@ -116,6 +112,29 @@ class _Threads:
         cols[1].append(dur)
         cols[2].append(n)
         cols[3].append(c)
+
+    def state(self) -> tuple[list[str], list[str], dict]:
+        """What :meth:`merge` takes (plain containers: picklable)."""
+        return list(self.names), list(self.cats), self.cols
+
+    def merge(self, state: tuple[list[str], list[str], dict]) -> None:
+        """Append the :meth:`state` of the threads of the events after this one's (another process's):
+        its name and category ids re-mapped to this one's."""
+        names, cats, cols = state
+        to_name = [self.names.setdefault(n, len(self.names)) for n in names]
+        to_cat = [self.cats.setdefault(c, len(self.cats)) for c in cats]
+        same_names, same_cats = to_name == list(range(len(names))), to_cat == list(range(len(cats)))
+        for key, (ts, dur, name, cat) in cols.items():
+            if not same_names:
+                name = array("l", map(to_name.__getitem__, name))
+            if not same_cats:
+                cat = array("l", map(to_cat.__getitem__, cat))
+            mine = self.cols.get(key)
+            if mine is None:
+                self.cols[key] = (ts, dur, name, cat)
+            else:
+                for col, more in zip(mine, (ts, dur, name, cat)):
+                    col.extend(more)
 
     def forest(self, key: tuple[Any, Any]) -> list[_HostNode]:
         """The thread's top-level events, nested as :func:`summary_kernels._build_forest` nests them
@@ -270,171 +289,104 @@ class _Pass:
                 self.steps.append(_Ev(name, cat, pid, tid, ts, dur, args))
 
 
-class _Layout(Exception):
-    """The text is not in the layout this engine reads: the caller loads the whole trace."""
+def _pass_state(seen: _Pass) -> Iterator[Any]:
+    """:class:`_Pass`'s state in three parts (plain containers: picklable), each let go here once the
+    next is asked for: the counts, steps and runtime calls; the kernels as columns; the threads."""
+    yield (seen.used, dict(seen.skipped), seen.w0, seen.w1, seen.by_corr, seen.graph_launches, seen.steps, seen.costed)
+    seen.by_corr, seen.steps = {}, []
+    ks, seen.kernels = seen.kernels, []
+    # columns, not _Ev objects: ~10x faster to pickle and unpickle; equal categories and ids shared
+    # (pickle then writes each once, and the parent gets one object each), keyed by type too (1 != 1.0)
+    one: dict[Any, Any] = {}
+    share = one.setdefault
+    yield ([k.name for k in ks], [share((str, k.cat), k.cat) for k in ks],
+           [share((type(k.pid), k.pid), k.pid) for k in ks], [share((type(k.tid), k.tid), k.tid) for k in ks],
+           array("d", [k.ts for k in ks]), array("d", [k.dur for k in ks]),
+           [k.args or None for k in ks], seen.kernel_index, seen.kernel_corr)
+    del ks
+    seen.kernel_index, seen.kernel_corr = array("q"), []
+    yield seen.threads.state()
 
 
-# --- Reading the file in windows -------------------------------------------------------------------
-@contextlib.contextmanager
-def mapped_text(path: str) -> Iterator[Any]:
-    """A read-only map of the trace's JSON text: the file itself, or for a ``.gz`` file a temporary
-    file it is decompressed into block by block (removed on exit). TraceFormatError, with one line, for
-    a missing file, a directory, or a truncated / corrupt gzip file; :class:`_Layout` when no
-    temporary file can be written (the caller loads the trace whole)."""
-    if os.path.isdir(path):
-        raise TraceFormatError(f"{path}: is a directory, expected a .json or .json.gz trace file")
-    try:
-        with open(path, "rb") as f:
-            gz = f.read(2) == b"\x1f\x8b"
-    except FileNotFoundError:
-        raise TraceFormatError(f"{path}: no such file") from None
-    tmp = None
-    try:
-        if gz:
-            try:
-                fd, tmp = tempfile.mkstemp(prefix="inductor_perf-", suffix=".json")
-            except OSError as e:
-                raise _Layout(f"no temporary file ({e})") from None
-            with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as src:
-                while True:
-                    try:
-                        block = src.read(4 << 20)
-                    except (EOFError, OSError, zlib.error) as e:
-                        raise TraceFormatError(f"{path}: truncated or corrupt gzip file ({e})") from None
-                    if not block:
-                        break
-                    try:
-                        out.write(block)
-                    except OSError as e:  # a full disk: the full load decompresses in memory instead
-                        raise _Layout(f"cannot write the decompressed text ({e})") from None
-        with open(tmp or path, "rb") as f:
-            if os.fstat(f.fileno()).st_size == 0:
-                raise TraceFormatError(f"{path}: empty file, expected a JSON trace")
-            m = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        try:
-            yield m
-        finally:
-            with contextlib.suppress(BufferError):
-                m.close()
-    finally:
-        if tmp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
+def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
+    """Append to ``seen`` the :func:`_pass_state` parts of a :class:`_Pass` over the events after its
+    own, numbered from ``base`` here; ``parts`` is emptied as they are taken in (each let go then)."""
+    used, skipped, w0, w1, by_corr, graph_launches, steps, costed = parts.pop(0)
+    seen.used += used
+    for why, n in skipped.items():
+        seen.skipped[why] += n
+    seen.w0, seen.w1 = min(seen.w0, w0), max(seen.w1, w1)
+    seen.by_corr.update(by_corr)  # a later call overwrites, as in add()
+    del by_corr
+    seen.graph_launches = seen.graph_launches or graph_launches
+    seen.steps.extend(steps)
+    seen.costed = seen.costed or costed
+    names, cats, pids, tids, ts, dur, args, index, corr = parts.pop(0)
+    add, no_args = seen.kernels.append, _NO_ARGS
+    for k in map(_Ev, names, cats, pids, tids, ts, dur, [a if a is not None else no_args for a in args]):
+        k.children = _LEAF
+        add(k)
+    del names, cats, pids, tids, ts, dur, args
+    seen.kernel_index.extend(array("q", [i + base for i in index]))
+    seen.kernel_corr.extend(corr)
+    del index, corr
+    seen.threads.merge(parts.pop(0))
 
 
-def _release(raw: Any, lo: int, hi: int) -> None:
-    """Give the pages of ``raw[lo:hi]`` back to the kernel (they are read again if touched)."""
-    page = mmap.PAGESIZE
-    a, b = (lo // page) * page, (hi // page) * page
-    if b > a and hasattr(raw, "madvise"):
-        with contextlib.suppress(OSError, ValueError):
-            raw.madvise(mmap.MADV_DONTNEED, a, b - a)
-
-
-class Windows:
-    """The events of the ``traceEvents`` array of ``raw``, a window of about :data:`WINDOW_BYTES`
-    at a time (:meth:`__iter__` yields each as a parsed list; afterwards :attr:`header` is the trace's
-    object with ``traceEvents`` empty), and :meth:`load` to parse one event again by its index.
-
-    Each window's text is parsed as one array, so its events are exactly the array's elements; the
-    byte span of each event is found (by the separator regex of :mod:`trace_format`) only for a
-    window :meth:`load` reads from. Raises :class:`_Layout` when the layout is not Kineto's."""
-
-    def __init__(self, raw: Any, path: str, window: int = WINDOW_BYTES) -> None:
-        self.raw, self.path, self.window = raw, path, window
-        self.start = tf.events_array_start(raw, unique=False)
-        if self.start is None:
-            raise _Layout()
-        self.header: dict | None = None
-        self.firsts: list[int] = []
-        """Index of each window's first event."""
-        self.bounds: list[tuple[int, int, int | None]] = []
-        """Each window's text: ``raw[a:b]`` is its events with the separators between them; the end
-        of the separator after it (None for the last window)."""
-        self.count = 0
-        """Events yielded so far."""
-        self._spans: tuple[int, Any, Any] | None = None
-
-    def __iter__(self) -> Iterator[list[Any]]:
-        import orjson
-
-        raw, sep, n, count = self.raw, tf._EVENT_SEP, len(self.raw), 0
-        pos = self.start
-        while True:
-            cut = sep.search(raw, pos + self.window) if pos + self.window < n else None
-            if cut is None:
-                last = tf.split_last_events(raw, pos)
-                if last is None:
-                    _raise_tail(raw, self.path, pos)
-                    raise _Layout()  # not strict JSON (NaN...): the full load reads it
-                body_end = last[2]
+def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None) -> int:
+    """Feed the events of ``events``' windows, numbered from ``i``, to ``join`` and ``seen``; the
+    index after the last one."""
+    index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
+    for batch in events:
+        if seen.costed:
+            # an augmented trace's costs are its own (summary_stream_finish._costs): the join's
+            # are never read, so the rest of the file skips it
+            for ev in batch:
+                if type(ev) is dict and ev.get("ph") == "X":
+                    take(i, ev)
+                else:
+                    other(ev)
+                i += 1
+            if stage is not None:
+                stage(f"summarizing: {i:,} events read")
+            continue
+        for ev in batch:
+            if type(ev) is dict and ev.get("ph") == "X":
+                got = index(i, ev)
+                if got is not None:
+                    cost(i, ev, *got)
+                take(i, ev)
             else:
-                body_end = cut.start() + 1
-            if tf.events_key_in(raw, pos, body_end):
-                raise _Layout()
-            try:
-                parsed = orjson.loads(b"[" + raw[pos:body_end] + b"]") if body_end > pos else []
-            except orjson.JSONDecodeError:
-                raise _Layout() from None
-            self.firsts.append(count)
-            self.bounds.append((pos, body_end, cut.end() if cut is not None else None))
-            count += len(parsed)
-            self.count = count
-            yield parsed
-            del parsed
-            _release(raw, pos, body_end)
-            if cut is None:
-                self.header = self._header(body_end)
-                return
-            pos = cut.end() - 1
-
-    def _header(self, end: int) -> dict:
-        import orjson
-
-        close = tf._CLOSE.match(self.raw, end)
-        if close is None:
-            raise _Layout()
-        try:
-            header = orjson.loads(self.raw[:self.start] + self.raw[close.end() - 1:])
-        except orjson.JSONDecodeError:
-            raise _Layout() from None
-        if not isinstance(header, dict) or header.get("traceEvents") != []:
-            raise _Layout()
-        return header
-
-    def load(self, i: int) -> Any:
-        """Event ``i`` parsed again from its bytes (the join reads a few back: flows, runtime args)."""
-        import bisect
-
-        import orjson
-
-        w = bisect.bisect_right(self.firsts, i) - 1
-        if self._spans is None or self._spans[0] != w:
-            a, _, stop = self.bounds[w]
-            if stop is None:
-                last = tf.split_last_events(self.raw, a)
-                if last is None:
-                    raise _Layout()
-                starts, ends = last[0], last[1]
-            else:
-                starts, ends = tf.split_events(self.raw, a, stop)
-            count = (self.firsts[w + 1] if w + 1 < len(self.firsts) else self.count) - self.firsts[w]
-            if len(starts) != count:
-                raise _Layout()  # a separator inside a string: spans do not match events
-            self._spans = (w, starts, ends)
-        _, starts, ends = self._spans
-        j = i - self.firsts[w]
-        return orjson.loads(self.raw[starts[j]:ends[j]])
+                if type(ev) is dict and ev.get("ph") in ("s", "f"):
+                    later.append(i)
+                other(ev)
+            i += 1
+        if stage is not None:
+            stage(f"summarizing: {i:,} events read")
+    return i
 
 
-def _raise_tail(raw: Any, path: str, pos: int) -> None:
-    """TraceFormatError when the array's last piece is cut short (a file truncated mid-event); returns
-    when it may only hold what the strict parser refuses (NaN / Infinity: the full load takes those)."""
-    tail = raw[pos:]
-    if re.search(rb"\bNaN\b|Infinity", tail):
-        return
-    if tf._CLOSE.search(tail) is None or tail.rstrip()[-1:] != b"}":
-        raise TraceFormatError(f"{path}: truncated JSON (the trace ends inside its events, after byte {pos:,})")
+def _worker_part(events: Windows) -> Iterator[Any]:
+    """In the forked worker (:mod:`inductor_perf.summary_fork`): the pass over its windows, numbered
+    from 0, then what :func:`_take` merges, one part at a time (each let go once sent): (events read,
+    the windows' bookkeeping); the join's counts then each of its containers (the counts None when its
+    part showed costs of its own: the join is never read then, and nothing more of it is sent); and
+    :func:`_pass_state`."""
+    from .op_costs import CostJoin
+    from .op_meta import defer_torch
+
+    defer_torch()  # ops that need torch's shape rules go to the parent with the join's state
+    join = CostJoin(events.load)  # never finished here: the parent reads events back
+    seen = _Pass()
+    n = _read(events, join, seen, 0, None)
+    yield n, events.part()
+    counts, containers = join.state()
+    del join
+    yield None if seen.costed else counts
+    while containers and not seen.costed:
+        yield containers.pop(0)
+    del containers
+    yield from _pass_state(seen)
 
 
 def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
@@ -457,47 +409,53 @@ def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
 
 def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | None],
             stage: Callable[[str], None] | None, light: bool = False) -> tuple[Any, Any] | None:
-    """:func:`summarize_file_stream`'s pass; raises :class:`_Layout` for a file it does not take."""
+    """:func:`summarize_file_stream`'s pass; raises :class:`_Layout` for a file it does not take. A
+    large file's later windows are read by a forked worker (:mod:`inductor_perf.summary_fork`)."""
     from .op_costs import CostJoin
+    from .summary_fork import start_worker
     from .summary_stream_finish import finish
 
     with mapped_text(path) as raw, tf.gc_paused():
         events = Windows(raw, path)
-        join = CostJoin(events.load)
-        seen = _Pass()
-        i = 0
-        index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
-        for batch in events:
-            if seen.costed:
-                # an augmented trace's costs are its own (summary_stream_finish._costs): the join's
-                # are never read, so the rest of the file skips it
-                for ev in batch:
-                    if type(ev) is dict and ev.get("ph") == "X":
-                        take(i, ev)
-                    else:
-                        other(ev)
-                    i += 1
-                if stage is not None:
-                    stage(f"summarizing: {i:,} events read")
-                continue
-            for ev in batch:
-                if type(ev) is dict and ev.get("ph") == "X":
-                    got = index(i, ev)
-                    if got is not None:
-                        cost(i, ev, *got)
-                    take(i, ev)
-                else:
-                    if type(ev) is dict and ev.get("ph") in ("s", "f"):
-                        later.append(i)
-                    other(ev)
-                i += 1
-            if stage is not None:
-                stage(f"summarizing: {i:,} events read")
+        worker = start_worker(events, light, _worker_part)
+        try:
+            join = CostJoin(events.load)
+            seen = _Pass()
+            i = _read(events, join, seen, 0, stage)
+            if worker is not None:
+                i = _take(worker, events, join, seen, i, stage)
+        finally:
+            if worker is not None:
+                worker.close(kill=True)  # a no-op once reaped
         if not seen.kernels:
             return None  # no device events: a CPU trace, loaded whole
         seen.total = i
         held = [join]  # finish() lets the join go once the costs are placed
-        del join, index, cost, later
-        batch = ev = None  # noqa: F841 (the last window: freed before the costs are placed)
+        del join
         return finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
                       roots=_Roots(seen.threads), light=light)
+
+
+def _take(worker: Any, events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None) -> int:
+    """Merge what the worker read (its windows come after ``events``', its events after event
+    ``i - 1``) into ``events``, ``join`` and ``seen``; read its windows here if it failed. The index
+    after the last event."""
+    parts = worker.receive()  # raises the worker's TraceFormatError / _Layout
+    if parts is None:
+        log.warning("the summary worker failed; reading its part of the trace here")
+        rest = Windows(events.raw, events.path, events.window, begin=worker.cut - 1)
+        end = _read(rest, join, seen, i, stage)
+        events.adopt(rest.part(), i)
+        return end
+    n, windows = parts.next()
+    events.adopt(windows, i)
+    counts = parts.next()
+    state = None if counts is None else (counts, [parts.next() for _ in join._STATE])
+    _merge_pass(seen, [parts.next() for _ in range(3)], i)
+    if not seen.costed and state is not None:
+        join.merge(state, i)  # empties state
+    del state
+    parts.trim()
+    if stage is not None:
+        stage(f"summarizing: {i + n:,} events read")
+    return i + n

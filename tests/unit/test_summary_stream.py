@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from json_close import differences
 
-from inductor_perf import summary_stream
+from inductor_perf import summary_stream, summary_windows
 from inductor_perf import trace_format as tf
 from inductor_perf.errors import TraceFormatError
 from inductor_perf.summary_files import summarize_file, trace_label
@@ -33,7 +33,7 @@ GPU_FIXTURES = sorted(p.name for p in (FIXTURES / "gpu").glob("*.trace.json.gz")
 
 @pytest.fixture(autouse=True)
 def small_windows(monkeypatch):
-    monkeypatch.setattr(summary_stream, "WINDOW_BYTES", 4096)
+    monkeypatch.setattr(summary_windows, "WINDOW_BYTES", 4096)
     monkeypatch.setattr(summary_stream.Windows.__init__, "__defaults__", (4096,))
 
 

@@ -1,0 +1,183 @@
+"""The streaming summary's pass in two processes (:mod:`inductor_perf.summary_fork`) against the same
+pass in one: exactly the same Summary on every GPU fixture, on ../shared/traces and on a generated
+trace (and within rounding of the full load); a worker that dies, before or after its first part,
+leaves its windows to the parent; a bad file gives the same error as in one process.
+
+The fork threshold is lowered to 0 and the windows made tiny (4 KB) so that small traces take the
+two-process path with many windows on each side.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from json_close import differences
+
+from inductor_perf import summary_fork, summary_stream, summary_windows
+from inductor_perf.errors import TraceFormatError
+from inductor_perf.summary_files import summarize_file, trace_label
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "shared" / "traces"))
+SHARED = ["a100_ranks8_r3_control.json.gz", "v100_ranks2_r1_test.json.gz", "mi250_minitoy_train_rocm6.json.gz",
+          "a100_triton_example.json.gz", "two_ranks/sampled_rank-0.json.gz", "two_ranks/sampled_rank-1.json.gz"]
+GPU_FIXTURES = sorted(p.name for p in (FIXTURES / "gpu").glob("*.trace.json.gz"))
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="two processes need os.fork")
+
+
+@pytest.fixture(autouse=True)
+def small_windows(monkeypatch):
+    monkeypatch.setattr(summary_windows, "WINDOW_BYTES", 4096)
+    monkeypatch.setattr(summary_stream.Windows.__init__, "__defaults__", (4096,))
+
+
+class _Spy:
+    """Counts the workers started and the parts received (None: the worker failed)."""
+
+    def __init__(self, monkeypatch) -> None:
+        self.started = 0
+        self.received: list = []
+        start, receive = summary_fork.start_worker, summary_fork.PassWorker.receive
+
+        def start_worker(*a, **k):
+            got = start(*a, **k)
+            self.started += got is not None
+            return got
+
+        def spy_receive(worker):
+            got = receive(worker)
+            self.received.append(got)
+            return got
+
+        monkeypatch.setattr(summary_fork, "start_worker", start_worker)
+        monkeypatch.setattr(summary_fork.PassWorker, "receive", spy_receive)
+
+
+def _streamed(path: Path, monkeypatch, *, fork: bool) -> dict | None:
+    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 0 if fork else 1 << 62)
+    got = summary_stream.summarize_file_stream(str(path), label_of=lambda h: trace_label(h, path.name))
+    return None if got is None else got[0].to_dict()
+
+
+def _assert_same(path: Path, monkeypatch) -> _Spy:
+    one = _streamed(path, monkeypatch, fork=False)
+    spy = _Spy(monkeypatch)
+    two = _streamed(path, monkeypatch, fork=True)
+    assert spy.started == 1 and spy.received and spy.received[0] is not None, f"{path.name}: no worker used"
+    assert two == one, f"{path.name}: two processes differ from one: {differences(one, two)[:5]}"
+    full = summarize_file(str(path), engine="full").summary.to_dict()
+    assert not differences(full, two)
+    return spy
+
+
+@pytest.mark.parametrize("name", SHARED)
+def test_shared_traces_same_summary(name, monkeypatch):
+    p = TRACES / name
+    if not p.exists():
+        pytest.skip(f"{p} absent (the shared real traces are not checked in)")
+    _assert_same(p, monkeypatch)
+
+
+@pytest.mark.parametrize("name", GPU_FIXTURES)
+def test_gpu_fixtures_same_summary(name, monkeypatch):
+    _assert_same(FIXTURES / "gpu" / name, monkeypatch)
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    """A Kineto-layout trace of ~3,000 events from the bench generator."""
+    p = tmp_path_factory.mktemp("gen") / "kineto.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "gen_trace.py"), "3000", str(p)], check=True,
+                   capture_output=True)
+    return p
+
+
+def test_generated_same_summary(generated, monkeypatch):
+    _assert_same(generated, monkeypatch)
+
+
+def test_windows_split_at_a_boundary_are_the_same_windows(generated):
+    """The parent's windows up to the cut and the worker's from it are those one iteration gives, and
+    load() reads any event back after adopt()."""
+    with summary_windows.mapped_text(str(generated)) as raw:
+        whole = summary_windows.Windows(raw, "x", 4096)
+        events = [ev for batch in whole for ev in batch]
+        first = summary_windows.Windows(raw, "x", 4096)
+        cut = first.cut_near(0.5)
+        assert cut is not None
+        first.stop = cut
+        mine = [ev for batch in first for ev in batch]
+        rest = summary_windows.Windows(raw, "x", 4096, begin=cut - 1)
+        theirs = [ev for batch in rest for ev in batch]
+        assert mine + theirs == events and mine and theirs
+        first.adopt(rest.part(), len(mine))
+        assert first.bounds == whole.bounds and first.firsts == whole.firsts and first.header == whole.header
+        for i in (0, len(mine) - 1, len(mine), len(events) - 1):
+            assert first.load(i) == events[i]
+
+
+def _dies(after_parts: int):
+    """A read_part for the worker that exits after sending ``after_parts`` parts."""
+    real = summary_stream._worker_part
+
+    def read_part(events):
+        for n, part in enumerate(real(events)):
+            if n == after_parts:
+                os._exit(3)
+            yield part
+
+    return read_part
+
+
+@pytest.mark.parametrize("after_parts", [0, 1, 3])
+def test_worker_that_dies_leaves_its_part_to_the_parent(generated, monkeypatch, after_parts):
+    one = _streamed(generated, monkeypatch, fork=False)
+    spy = _Spy(monkeypatch)
+    monkeypatch.setattr(summary_stream, "_worker_part", _dies(after_parts))
+    assert _streamed(generated, monkeypatch, fork=True) == one
+    assert spy.started == 1 and spy.received == [None]
+
+
+def test_truncated_file_same_error(generated, tmp_path, monkeypatch):
+    """Cut mid-event in the worker's part: the one-line error of one process, byte offset included."""
+    cut = tmp_path / "cut.json"
+    text = generated.read_bytes()
+    cut.write_bytes(text[: len(text) * 2 // 3])
+    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 1 << 62)
+    with pytest.raises(TraceFormatError, match="truncated JSON") as one:
+        summary_stream.summarize_file_stream(str(cut))
+    spy = _Spy(monkeypatch)
+    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 0)
+    with pytest.raises(TraceFormatError, match="truncated JSON") as two:
+        summary_stream.summarize_file_stream(str(cut))
+    assert spy.started == 1 and str(two.value) == str(one.value) and "\n" not in str(two.value)
+
+
+def test_nan_in_the_worker_part_falls_back(generated, tmp_path, monkeypatch):
+    """A layout the engine does not take, in the worker's windows: None (the caller loads it whole)."""
+    p = tmp_path / "nan.json"
+    text = generated.read_text()
+    at = text.rindex('"dur": ')
+    p.write_text(text[:at] + '"dur": NaN, "was": ' + text[at + len('"dur": '):])
+    spy = _Spy(monkeypatch)
+    assert _streamed(p, monkeypatch, fork=True) is None
+    assert spy.started == 1
+
+
+def test_light_and_pool_workers_stay_in_one_process(generated, monkeypatch):
+    """The light summary (a folder of ranks, already in parallel) and a process that multiprocessing
+    started (a pool's worker) never fork."""
+    import multiprocessing
+
+    spy = _Spy(monkeypatch)
+    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 0)
+    assert summary_stream.summarize_file_stream(str(generated), light=True) is not None
+    monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
+    assert summary_stream.summarize_file_stream(str(generated)) is not None
+    assert spy.started == 0
