@@ -27,8 +27,8 @@ from typing import Any, Mapping
 
 from . import events as evs
 from .kernel_names import short_name
-from .kernel_kinds import KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
-from .summary_comm import comm_view
+from .kernel_kinds import KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
+from .summary_comm import ComputeSums, comm_view
 from .summary_coverage import coverage
 from .summary_idle import busy_window, idle_tables, launching_threads
 from .summary_kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX,
@@ -464,4 +464,14 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         costs_note=costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
         steps=steps,
         slowest_step=slowest,
-        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start))
+        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
+
+
+def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:
+    """The kernels' busy spans and time by module and line, when no kernel is a collective (the
+    communication view's compute time is then all of it: :class:`ComputeSums`)."""
+    if KIND_COLLECTIVE in totals.kinds.values():
+        return None
+    # the busy window's spans are the union of all the kernels, as comm_view would merge them
+    return ComputeSums([(s, e) for s, e, _, _ in window.merged], {k: g.time for k, g in totals.modules.items()},
+                       {k: g.time for k, g in totals.lines.items()})

@@ -50,23 +50,23 @@ class _Attributor:
     def __init__(self, roots: list[_Ev]) -> None:
         self.roots = roots
         self._starts: dict[int, list[float]] = {}
-
-    def _starts_of(self, owner: _Ev | None, children: list[_Ev]) -> list[float]:
-        key = id(owner)
-        if key not in self._starts:
-            self._starts[key] = [c.ts for c in children]
-        return self._starts[key]
+        """``id`` of an event (None: the thread) -> its children's start times (the events are
+        alive as long as this is)."""
 
     def attribute(self, a: float, b: float) -> tuple[dict[_Ev | None, float], dict[_Ev, float]]:
         """(innermost event -> time, top-level event -> overlap) within [a, b)."""
         inner: dict[_Ev | None, float] = defaultdict(float)
         outer: dict[_Ev, float] = {}
+        starts_of = self._starts
         todo: list[tuple[_Ev | None, list[_Ev], float, float]] = [(None, self.roots, a, b)]
         while todo:
             owner, children, lo, hi = todo.pop()
+            starts = starts_of.get(id(owner))
+            if starts is None:
+                starts = starts_of[id(owner)] = [c.ts for c in children]
             covered = 0.0
             cursor = lo
-            for c in _overlapping(children, self._starts_of(owner, children), lo, hi):
+            for c in _overlapping(children, starts, lo, hi):
                 s, e = max(cursor, c.ts), min(hi, c.end)
                 if e <= s:
                     continue
@@ -184,6 +184,36 @@ class _HostIdle:
             self.frames[frame] += t
 
 
+class _IdleByHost:
+    """The idle time by innermost host activity, summed gap by gap. What an event adds to is looked
+    up once per event: the gaps of a trace fall, again and again, in the same few host events."""
+
+    def __init__(self, frames: bool) -> None:
+        self.rows: dict[str, _HostIdle] = {}
+        self.frames = frames
+        self._of: dict[_Ev | None, tuple[_HostIdle, str | None]] = {}
+
+    def host(self, name: str) -> _HostIdle:
+        acc = self.rows.get(name)
+        if acc is None:
+            acc = self.rows[name] = _HostIdle()
+        return acc
+
+    def add(self, inner: dict[_Ev | None, float]) -> None:
+        """Count one gap's :meth:`_Attributor.attribute` innermost times."""
+        of = self._of
+        for ev, t in inner.items():
+            got = of.get(ev)
+            if got is None:
+                got = of[ev] = (self.host(ev.name if ev is not None else "(no host event)"),
+                                _python_frame(ev) if self.frames else None)
+            acc, frame = got
+            acc.time += t
+            acc.gaps += 1
+            if frame:
+                acc.frames[frame] += t
+
+
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
                 top: int | None = None, light: bool = False) -> tuple[list[GapRow], int, list[IdleRow]]:
     """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
@@ -193,46 +223,29 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
     attributors: dict[tuple[Any, Any], _Attributor] = {}
     heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
     count = 0
-    idle_host: dict[str, _HostIdle] = {}
+    idle = _IdleByHost(not light)
+    roots, w0 = tk.roots, window.start
     for s, e, position, prev_k, next_k in _gap_spans(window, tk.definition):
         ref = next_k if next_k is not None else prev_k
         thread = launcher.get(id(ref)) if ref is not None else None
-        inner_name = outer_name = frame = None
-        if thread is not None and thread in tk.roots:
+        inner = outer = None
+        if thread is not None and thread in roots:
             att = attributors.get(thread)
             if att is None:
-                att = attributors[thread] = _Attributor(tk.roots[thread])
+                att = attributors[thread] = _Attributor(roots[thread])
             inner, outer = att.attribute(s, e)
-            if light:
-                for ev, t in inner.items():
-                    idle_host.setdefault(ev.name if ev is not None else "(no host event)", _HostIdle()).add(t, None)
-                count += 1
-                continue
-            dom = _dominant(inner)
-            inner_name = dom.name if dom is not None else "(no host event)"
-            dom_outer = _dominant(outer)
-            outer_name = dom_outer.name if dom_outer is not None else None
-            frame = _python_frame(dom)
-            for ev, t in inner.items():
-                host = ev.name if ev is not None else "(no host event)"
-                idle_host.setdefault(host, _HostIdle()).add(t, _python_frame(ev))
+            idle.add(inner)
         else:
-            idle_host.setdefault("(launching thread unknown)", _HostIdle()).add(e - s, None)
+            idle.host("(launching thread unknown)").add(e - s, None)
         if light:
             count += 1
             continue
-        dur_r, start_r = _r(e - s), _r(s - window.start)
+        dur_r, start_r = round(e - s, 3), round(s - w0, 3)  # _r(), inline: once a gap
         key = (dur_r, -start_r, -count)  # the row sorted last: shortest, then latest, then last seen
         count += 1
         if top is not None and len(heap) >= top and key <= heap[0][:3]:
             continue
-        next_src = next_k.args.get(evs.SOURCE) if next_k is not None else None
-        row = GapRow(
-            start_us=start_r, dur_us=dur_r, position=position,
-            prev_kernel=prev_k.name if prev_k is not None else None,
-            next_kernel=next_k.name if next_k is not None else None,
-            host_innermost=inner_name, host_outermost=outer_name,
-            source=frame or (next_src if isinstance(next_src, str) and next_src else None))
+        row = _gap_row(start_r, dur_r, position, prev_k, next_k, inner, outer)
         if top is None or len(heap) < top:
             heapq.heappush(heap, (*key, row))
         else:
@@ -240,6 +253,26 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
     gap_rows = [item[3] for item in sorted(heap, key=lambda item: item[:3], reverse=True)]
     idle_rows = [IdleRow(host=h, idle_us=_r(v.time), gaps=v.gaps, share_of_idle_pct=_pct(v.time, window.idle),
                          source=_dominant(v.frames))
-                 for h, v in idle_host.items()]
+                 for h, v in idle.rows.items()]
     idle_rows.sort(key=lambda r: (-r.idle_us, r.host))
     return gap_rows, count, idle_rows
+
+
+def _gap_row(start_r: float, dur_r: float, position: str, prev_k: _Ev | None, next_k: _Ev | None,
+             inner: dict[_Ev | None, float] | None, outer: dict[_Ev, float] | None) -> GapRow:
+    """The row of a gap whose time :meth:`_Attributor.attribute` split into ``inner`` and ``outer``
+    (None: the launching thread is unknown)."""
+    inner_name = outer_name = frame = None
+    if inner is not None and outer is not None:
+        dom = _dominant(inner)
+        inner_name = dom.name if dom is not None else "(no host event)"
+        dom_outer = _dominant(outer)
+        outer_name = dom_outer.name if dom_outer is not None else None
+        frame = _python_frame(dom)
+    next_src = next_k.args.get(evs.SOURCE) if next_k is not None else None
+    return GapRow(
+        start_us=start_r, dur_us=dur_r, position=position,
+        prev_kernel=prev_k.name if prev_k is not None else None,
+        next_kernel=next_k.name if next_k is not None else None,
+        host_innermost=inner_name, host_outermost=outer_name,
+        source=frame or (next_src if isinstance(next_src, str) and next_src else None))
