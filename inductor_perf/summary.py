@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Mapping
 
 from . import events as evs
@@ -160,10 +161,11 @@ class _Totals:
         self.add_parts(k, self.kind(k), static_sums(args), fpct, bpct, args.get(evs.ROOFLINE_BOUND))
 
     def add_parts(self, k: _Ev, kind: str, st: tuple, fpct: float | int | None, bpct: float | int | None,
-                  bound: Any) -> None:
+                  bound: Any, accs: tuple[_KernelAcc, _Acc, _Acc] | None = None) -> None:
         """Sum kernel ``k`` of ``kind`` from what :meth:`add` reads of its args: ``st``, the parts
         that do not depend on its duration (:func:`static_sums`; kernels sharing a cost share them),
-        and those that do (its achieved % of each peak, its roofline bound)."""
+        and those that do (its achieved % of each peak, its roofline bound). ``accs``: its
+        :meth:`accs`, when the caller has them."""
         dur = k.dur
         self.split[kind] += dur
         self.kinds[id(k)] = kind
@@ -176,10 +178,7 @@ class _Totals:
         if gb is not None:
             self.gb += gb
             self.any_gb = True
-        a = self.kernels.get(k.name)
-        if a is None:
-            a = self.kernels[k.name] = _KernelAcc(kind=kind)
-        a.add(k, flop, gb)
+        a, g, line = accs if accs is not None else self.accs(k.name, kind, mkey, lkey)
         if fpct is not None:
             a.fpct[0] += fpct * dur
             a.fpct[1] += dur
@@ -194,14 +193,30 @@ class _Totals:
             a.module[module] += dur
         if dtype is not None:
             a.dtype[dtype] += dur
+        for acc in (a, g, line):  # _Acc.add of each, inlined: three calls a kernel
+            acc.count += 1
+            acc.time += dur
+            acc.members.append(k)
+            if flop is not None:
+                acc.flop = (acc.flop or 0) + flop
+                acc.flop_time += dur
+            if gb is not None:
+                acc.gb = (acc.gb or 0.0) + gb
+                acc.gb_time += dur
+
+    def accs(self, name: str, kind: str, mkey: str, lkey: str) -> tuple[_KernelAcc, _Acc, _Acc]:
+        """The sums a kernel adds to: its name's (made with ``kind`` on first use), its module's
+        and its source line's (:func:`static_sums`' keys)."""
+        a = self.kernels.get(name)
+        if a is None:
+            a = self.kernels[name] = _KernelAcc(kind=kind)
         g = self.modules.get(mkey)
         if g is None:
             g = self.modules[mkey] = _Acc()
-        g.add(k, flop, gb)
-        g = self.lines.get(lkey)
-        if g is None:
-            g = self.lines[lkey] = _Acc()
-        g.add(k, flop, gb)
+        line = self.lines.get(lkey)
+        if line is None:
+            line = self.lines[lkey] = _Acc()
+        return a, g, line
 
 
 def _parsed(args: Mapping[str, Any], key: str) -> tuple[float | int | None, int]:
@@ -255,10 +270,13 @@ def _rate_gbps(gb: Any, us: float) -> float | None:
     return _g(gb / us * 1e6) if gb is not None and us > 0 else None
 
 
+_start = attrgetter("ts")
+
+
 def _union_us(kernels: list[_Ev]) -> float:
     """The time at least one of ``kernels`` runs (their intervals merged)."""
     total, end = 0.0, None
-    for k in sorted(kernels, key=lambda e: e.ts):
+    for k in sorted(kernels, key=_start):
         if end is None or k.ts >= end:
             total += k.dur
             end = k.end

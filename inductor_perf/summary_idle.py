@@ -34,16 +34,6 @@ def _merge(kernels: list[_Ev]) -> list[tuple[float, float, _Ev, _Ev]]:
     return out
 
 
-def _overlapping(children: list[_Ev], starts: list[float], a: float, b: float) -> list[_Ev]:
-    """Children (sorted by start, non-nested siblings) that overlap [a, b)."""
-    hi = bisect.bisect_left(starts, b)
-    lo = hi
-    # Walk back while an earlier sibling may still reach past ``a``; siblings rarely overlap.
-    while lo > 0 and children[lo - 1].end > a:
-        lo -= 1
-    return [c for c in children[lo:hi] if c.end > a]
-
-
 class _Attributor:
     """Splits a time span on one thread among the deepest host events covering each instant."""
 
@@ -61,12 +51,23 @@ class _Attributor:
         todo: list[tuple[_Ev | None, list[_Ev], float, float]] = [(None, self.roots, a, b)]
         while todo:
             owner, children, lo, hi = todo.pop()
+            if not children:  # a leaf: all its time is its own ((hi - lo) - 0.0 == hi - lo)
+                if hi - lo > 1e-9:
+                    inner[owner] += hi - lo
+                continue
             starts = starts_of.get(id(owner))
             if starts is None:
                 starts = starts_of[id(owner)] = [c.ts for c in children]
             covered = 0.0
             cursor = lo
-            for c in _overlapping(children, starts, lo, hi):
+            # _overlapping(children, starts, lo, hi), inlined: this runs once or twice a gap
+            end = bisect.bisect_left(starts, hi)
+            first = end
+            while first > 0 and children[first - 1].end > lo:
+                first -= 1
+            for c in children[first:end]:
+                if c.end <= lo:
+                    continue
                 s, e = max(cursor, c.ts), min(hi, c.end)
                 if e <= s:
                     continue

@@ -17,7 +17,7 @@ from .fastpath.render import _IN_RANGE, _SAFE_INT, achieved_inline, binding_roof
 from .kernel_kinds import KIND_COLLECTIVE
 from .summary import static_sums
 from .summary_coverage import Coverage
-from .summary_kernels import add_weight, dtype_weight
+from .summary_kernels import dtype_weight
 
 _NO_ARGS: dict[str, Any] = {}
 """The args of a kernel left with none (shared: nothing mutates a kernel's args; it replaces them)."""
@@ -98,15 +98,18 @@ class _Sums:
             d = self.digests[key] = self._digest(k, lab, got)
         if d is None:
             return False
-        kind, st, weight, cov, kept, flops, nbytes, peak, bw, roof, inline = d
+        kind, st, accs, weight, cov, kept, flops, nbytes, peak, bw, roof, inline = d
         dur = k.dur
         if inline and _IN_RANGE[0] <= dur <= _IN_RANGE[1]:
             a = achieved_inline(flops, nbytes, dur, peak, bw, roof)
             fpct, bpct, bound = a[evs.ACHIEVED_FLOPS_PCT], a[evs.ACHIEVED_BANDWIDTH_PCT], a[evs.ROOFLINE_BOUND]
         else:
             fpct, bpct, bound = roof_figures(flops, nbytes, dur, peak, bw)
-        self.totals.add_parts(k, kind, st, fpct, bpct, bound)
-        add_weight(self.weights, weight)
+        self.totals.add_parts(k, kind, st, fpct, bpct, bound, accs)
+        if weight is not None:  # add_weight(), inlined: its dtype's running sums, this kernel's FLOPs
+            acc, mm, fl = weight
+            acc[0] += mm
+            acc[1] += fl
         self.cov.add_digest(k.name, dur, cov)
         k.args = kept
         return True
@@ -123,8 +126,13 @@ class _Sums:
         inline = (peak is not None and bw is not None and lo <= peak <= hi and lo <= bw <= hi
                   and 0 <= flops < _SAFE_INT and 0 <= nbytes < _SAFE_INT)
         roof = binding_roof(flops, nbytes, peak, bw) if inline else None
-        return (kind, static_sums(args), dtype_weight(args), Coverage.digest(args), _kept(args), flops, nbytes,
-                peak, bw, roof, inline)
+        st = static_sums(args)
+        # made now, as the first kernel of this digest is summed: the order the sums are made in
+        # stays the kernels' order
+        accs = self.totals.accs(k.name, kind, st[6], st[7])
+        dw = dtype_weight(args)
+        weight = None if dw is None else (self.weights.setdefault(dw[0], [0.0, 0.0]), dw[1], dw[2])
+        return (kind, st, accs, weight, Coverage.digest(args), _kept(args), flops, nbytes, peak, bw, roof, inline)
 
 
 def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
