@@ -13,6 +13,7 @@ import bisect
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Iterator
 
 from . import events as evs
@@ -21,10 +22,14 @@ from .summary_rows import GapRow, IdleRow, _dominant, _pct, _r
 
 
 # --- Interval helpers ------------------------------------------------------------------------------
+_start, _end = attrgetter("ts"), attrgetter("end")
+
+
 def _merge(kernels: list[_Ev]) -> list[tuple[float, float, _Ev, _Ev]]:
     """Union of kernel intervals: (start, end, first kernel, kernel that ends last)."""
     out: list[tuple[float, float, _Ev, _Ev]] = []
-    for k in sorted(kernels, key=lambda e: (e.ts, -e.end)):
+    # sorted by (ts, -end), stably: by end descending, then stably by start (no tuple per kernel)
+    for k in sorted(sorted(kernels, key=_end, reverse=True), key=_start):
         if out and k.ts <= out[-1][1]:
             s, e, first, last = out[-1]
             if k.end > e:
@@ -45,7 +50,7 @@ class _Attributor:
 
     def attribute(self, a: float, b: float) -> tuple[dict[_Ev | None, float], dict[_Ev, float]]:
         """(innermost event -> time, top-level event -> overlap) within [a, b)."""
-        inner: dict[_Ev | None, float] = defaultdict(float)
+        inner: dict[_Ev | None, float] = {}  # a dict's get(key, 0.0) + t: defaultdict(float)'s floats
         outer: dict[_Ev, float] = {}
         starts_of = self._starts
         todo: list[tuple[_Ev | None, list[_Ev], float, float]] = [(None, self.roots, a, b)]
@@ -53,7 +58,7 @@ class _Attributor:
             owner, children, lo, hi = todo.pop()
             if not children:  # a leaf: all its time is its own ((hi - lo) - 0.0 == hi - lo)
                 if hi - lo > 1e-9:
-                    inner[owner] += hi - lo
+                    inner[owner] = inner.get(owner, 0.0) + (hi - lo)
                 continue
             starts = starts_of.get(id(owner))
             if starts is None:
@@ -75,14 +80,14 @@ class _Attributor:
                     outer[c] = outer.get(c, 0.0) + (e - s)
                 if c.is_kernel:
                     # A kernel overlapping a gap belongs to another timeline's union; count as itself.
-                    inner[c] += e - s
+                    inner[c] = inner.get(c, 0.0) + (e - s)
                 else:
                     todo.append((c, c.children, s, e))
                 covered += e - s
                 cursor = e
             rest = (hi - lo) - covered
             if rest > 1e-9:
-                inner[owner] += rest
+                inner[owner] = inner.get(owner, 0.0) + rest
         return inner, outer
 
 
@@ -215,13 +220,16 @@ class _IdleByHost:
                 acc.frames[frame] += t
 
 
+_UNSEEN = object()
+
+
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
                 top: int | None = None, light: bool = False) -> tuple[list[GapRow], int, list[IdleRow]]:
     """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
     innermost host activity (most first). Only the ``top`` gaps become rows (a bounded heap): a
     trace has a gap between almost every two kernels. ``light`` (:mod:`.summary_light`): no gap
     rows and no Python frame per activity (``source`` None), the same idle times."""
-    attributors: dict[tuple[Any, Any], _Attributor] = {}
+    attributors: dict[tuple[Any, Any] | None, Any] = {}
     heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
     count = 0
     idle = _IdleByHost(not light)
@@ -230,10 +238,11 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
         ref = next_k if next_k is not None else prev_k
         thread = launcher.get(id(ref)) if ref is not None else None
         inner = outer = None
-        if thread is not None and thread in roots:
-            att = attributors.get(thread)
-            if att is None:
-                att = attributors[thread] = _Attributor(roots[thread])
+        att = attributors.get(thread, _UNSEEN)
+        if att is _UNSEEN:  # each thread looked up once (None: no host events)
+            att = attributors[thread] = (_Attributor(roots[thread]) if thread is not None and thread in roots
+                                         else None)
+        if att is not None:
             inner, outer = att.attribute(s, e)
             idle.add(inner)
         else:
@@ -241,10 +250,15 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
         if light:
             count += 1
             continue
-        dur_r, start_r = round(e - s, 3), round(s - w0, 3)  # _r(), inline: once a gap
+        dur_r = round(e - s, 3)  # _r(), inlined: once a gap
+        full = top is not None and len(heap) >= top
+        if full and dur_r < heap[0][0]:  # shorter than every row kept: its key is below them all
+            count += 1
+            continue
+        start_r = round(s - w0, 3)
         key = (dur_r, -start_r, -count)  # the row sorted last: shortest, then latest, then last seen
         count += 1
-        if top is not None and len(heap) >= top and key <= heap[0][:3]:
+        if full and key <= heap[0][:3]:
             continue
         row = _gap_row(start_r, dur_r, position, prev_k, next_k, inner, outer)
         if top is None or len(heap) < top:

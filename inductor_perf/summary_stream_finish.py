@@ -169,7 +169,7 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     launcher: dict[int, Any] = {}
     by_corr = seen.by_corr
     for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
-        launcher[id(k)] = by_corr.get(_hashable(corr))
+        launcher[id(k)] = by_corr.get(corr if type(corr) is int else _hashable(corr))
         if apply:
             cost, lab = costs.get(i), labels.get(i)
             if cost is not None and cost.comm is None:
