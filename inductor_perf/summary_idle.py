@@ -197,7 +197,8 @@ class _IdleByHost:
     def __init__(self, frames: bool) -> None:
         self.rows: dict[str, _HostIdle] = {}
         self.frames = frames
-        self._of: dict[_Ev | None, tuple[_HostIdle, str | None]] = {}
+        self.known: dict[_Ev | None, tuple[_HostIdle, str | None]] = {}
+        """Each innermost event seen -> :meth:`of` it."""
 
     def host(self, name: str) -> _HostIdle:
         acc = self.rows.get(name)
@@ -205,19 +206,13 @@ class _IdleByHost:
             acc = self.rows[name] = _HostIdle()
         return acc
 
-    def add(self, inner: dict[_Ev | None, float]) -> None:
-        """Count one gap's :meth:`_Attributor.attribute` innermost times."""
-        of = self._of
-        for ev, t in inner.items():
-            got = of.get(ev)
-            if got is None:
-                got = of[ev] = (self.host(ev.name if ev is not None else "(no host event)"),
-                                _python_frame(ev) if self.frames else None)
-            acc, frame = got
-            acc.time += t
-            acc.gaps += 1
-            if frame:
-                acc.frames[frame] += t
+    def of(self, ev: _Ev | None) -> tuple[_HostIdle, str | None]:
+        """The row an innermost event's idle time adds to, and its Python frame (looked up once)."""
+        got = self.known.get(ev)
+        if got is None:
+            got = self.known[ev] = (self.host(ev.name if ev is not None else "(no host event)"),
+                                    _python_frame(ev) if self.frames else None)
+        return got
 
 
 _UNSEEN = object()
@@ -233,6 +228,7 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
     heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
     count = 0
     idle = _IdleByHost(not light)
+    known = idle.known.get
     roots, w0 = tk.roots, window.start
     for s, e, position, prev_k, next_k in _gap_spans(window, tk.definition):
         ref = next_k if next_k is not None else prev_k
@@ -244,7 +240,13 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
                                          else None)
         if att is not None:
             inner, outer = att.attribute(s, e)
-            idle.add(inner)
+            for ev, t in inner.items():  # _HostIdle.add of each event's row, inlined
+                got = known(ev)
+                acc, frame = got if got is not None else idle.of(ev)
+                acc.time += t
+                acc.gaps += 1
+                if frame:
+                    acc.frames[frame] += t
         else:
             idle.host("(launching thread unknown)").add(e - s, None)
         if light:

@@ -81,21 +81,22 @@ class _Sums:
     (``augment``'s, checked against :func:`roofline.classify`) where its ranges hold, else by
     :func:`~inductor_perf.cost_args.roof_figures`. So the sums are those of summing the args."""
 
-    def __init__(self, totals: Any, cov: Coverage, weights: dict[str, list[float]]) -> None:
-        self.totals, self.cov, self.weights = totals, cov, weights
+    def __init__(self, totals: Any, cov: Coverage, weights: dict[str, list[float]],
+                 static_of: Callable[[Any], tuple]) -> None:
+        self.totals, self.cov, self.weights, self.static_of = totals, cov, weights, static_of
         self.digests: dict[tuple, tuple | None] = {}
         """(id(cost), label items, name, category) -> digest; None: summed from its args instead.
         The costs are alive for as long as this is (their ids are not reused)."""
 
-    def add(self, k: Any, cost: Any, lab: dict | None, got: tuple) -> bool:
-        """Sum ``k`` (``got``: ``_static(cost)``); False when its kind of kernel needs its args."""
+    def add(self, k: Any, cost: Any, lab: dict | None) -> bool:
+        """Sum ``k``; False when its kind of kernel needs its args."""
         try:
             key = (id(cost), tuple(lab.items()) if lab else None, k.name, k.cat)
             d = self.digests.get(key, False)
         except TypeError:  # a label value that cannot be hashed
             return False
         if d is False:
-            d = self.digests[key] = self._digest(k, lab, got)
+            d = self.digests[key] = self._digest(k, lab, self.static_of(cost))
         if d is None:
             return False
         kind, st, accs, weight, cov, kept, flops, nbytes, peak, bw, roof, inline = d
@@ -115,6 +116,8 @@ class _Sums:
         return True
 
     def _digest(self, k: Any, lab: dict | None, got: tuple) -> tuple | None:
+        """What :meth:`add` needs of a kernel of this (cost, label, name, category); ``got``:
+        :func:`_static` of the cost. None: the kernel is to be summed from its args."""
         head, tail, flops, nbytes, peak, bw = got
         if lab and not _DYNAMIC.isdisjoint(lab):
             return None
@@ -165,7 +168,14 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     else:
         totals, cov = _Totals(), Coverage()
     weights: dict[str, list[float]] = {}
-    sums = _Sums(totals, cov, weights) if cov is not None else None
+
+    def static_of(cost: Any) -> tuple:
+        got = static.get(id(cost))
+        if got is None:
+            got = static[id(cost)] = _static(cost, device, peak_cache, bandwidth)
+        return got
+
+    sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
     launcher: dict[int, Any] = {}
     by_corr = seen.by_corr
     for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
@@ -173,11 +183,9 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
         if apply:
             cost, lab = costs.get(i), labels.get(i)
             if cost is not None and cost.comm is None:
-                got = static.get(id(cost))
-                if got is None:
-                    got = static[id(cost)] = _static(cost, device, peak_cache, bandwidth)
-                if sums is not None and not k.args and sums.add(k, cost, lab, got):
+                if sums is not None and not k.args and sums.add(k, cost, lab):
                     continue
+                got = static_of(cost)
                 head, tail, flops, nbytes, peak, bw = got
                 # light: the cost's own args (those the kind reads among them), not the achieved
                 # numbers against the roofs (the roofline classification is most of augmenting)
