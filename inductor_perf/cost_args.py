@@ -107,7 +107,6 @@ def args_for(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: int
              peak_tflops: float | None, bandwidth_gbs: float | None) -> dict[str, Any]:
     """``head``, the achieved numbers and roofline bound (:func:`roofline.classify`), then ``tail``."""
     a = dict(head)
-    bound = "unknown"
     if dur_us is not None:
         # flop / µs / 1e6 = TFLOP/s; byte / µs / 1e3 = GB/s
         v = _ratio(flops, dur_us * 1e6)
@@ -116,19 +115,26 @@ def args_for(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: int
         v = _ratio(nbytes, dur_us * 1e3)
         if v is not None:
             a[evs.ACHIEVED_GBPS] = v
-    if (peak_tflops or bandwidth_gbs) and flops >= 0 and nbytes >= 0:
-        point = _classify(flops, nbytes, dur_us or 0.0, peak_tflops, bandwidth_gbs)
-        if point is not None:
-            v = evs.number(point.flops_pct)
-            if v is not None:
-                a[evs.ACHIEVED_FLOPS_PCT] = v
-            v = evs.number(point.bandwidth_pct)
-            if v is not None:
-                a[evs.ACHIEVED_BANDWIDTH_PCT] = v
-            bound = str(point.bound) if point.bound else "unknown"
+    fpct, bpct, bound = roof_figures(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs)
+    if fpct is not None:
+        a[evs.ACHIEVED_FLOPS_PCT] = fpct
+    if bpct is not None:
+        a[evs.ACHIEVED_BANDWIDTH_PCT] = bpct
     a[evs.ROOFLINE_BOUND] = bound
     a.update(tail)
     return a
+
+
+def roof_figures(flops: int, nbytes: int, dur_us: float | None, peak_tflops: float | None,
+                 bandwidth_gbs: float | None) -> tuple[float | None, float | None, str]:
+    """(achieved % of the peak, % of the bandwidth, roofline bound) that :func:`args_for` writes
+    (None: the arg is left out; "unknown": no bound)."""
+    if (peak_tflops or bandwidth_gbs) and flops >= 0 and nbytes >= 0:
+        point = _classify(flops, nbytes, dur_us or 0.0, peak_tflops, bandwidth_gbs)
+        if point is not None:
+            return (evs.number(point.flops_pct), evs.number(point.bandwidth_pct),
+                    str(point.bound) if point.bound else "unknown")
+    return None, None, "unknown"
 
 
 # --- device roofs --------------------------------------------------------------------------------

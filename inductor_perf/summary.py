@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Mapping
 
 from . import events as evs
 from .kernel_names import short_name
-from .kernel_kinds import KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
-from .summary_comm import comm_view
+from .kernel_kinds import KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
+from .summary_comm import ComputeSums, comm_view
 from .summary_coverage import coverage
 from .summary_idle import busy_window, idle_tables, launching_threads
 from .summary_kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX,
@@ -133,50 +134,43 @@ class _Totals:
         """``id(kernel)`` -> its kind, for the per-step view."""
         self._kind_memo: dict[tuple[Any, ...], str] = {}
 
-    def arg_num(self, k: _Ev, key: str) -> float | int | None:
-        if key not in k.args:
-            return None
-        v = _num(k.args[key])
-        if v is None:
-            self.bad_args += 1
-        return v
-
-    def flop_and_gb(self, k: _Ev) -> tuple[float | int | None, float | int | None]:
-        """The kernel's FLOPs and GB moved (from ``kernel_num_gb`` else the byte counts); None if unknown."""
-        flop = self.arg_num(k, evs.KERNEL_FLOP)
-        if flop is not None and flop < 0:
-            flop = None
-        gb = self.arg_num(k, evs.KERNEL_NUM_GB)
-        if gb is None:
-            rd, wr = self.arg_num(k, evs.KERNEL_BYTES_READ), self.arg_num(k, evs.KERNEL_BYTES_WRITTEN)
-            if rd is not None or wr is not None:
-                gb = ((rd or 0) + (wr or 0)) / 1e9
-        if gb is not None and gb < 0:
-            gb = None
-        return flop, gb
-
     def kind(self, k: _Ev) -> str:
-        """:func:`kernel_kind` of ``k``, remembered per everything it reads (name, category and the
+        """:meth:`kind_of` the kernel's name, category and args."""
+        return self.kind_of(k.name, k.cat, k.args)
+
+    def kind_of(self, name: str, cat: str, args: Mapping[str, Any]) -> str:
+        """:func:`kernel_kind` of a kernel, remembered per everything it reads (name, category and the
         four args it looks at): a trace has few distinct kernels and many calls."""
-        args = k.args
         tagged = args.get(evs.KERNEL_KIND)
         if tagged != "generated" and tagged != "extern":
             tagged = None
         mm = evs.number(args.get(evs.KERNEL_MATMUL_FLOP)) if tagged == "extern" else None
         launch = args.get(evs.LAUNCH_OP)
-        key = (k.name, k.cat, tagged, mm is not None and mm > 0, isinstance(args.get(evs.COMM_OP), str),
+        key = (name, cat, tagged, mm is not None and mm > 0, isinstance(args.get(evs.COMM_OP), str),
                launch if isinstance(launch, str) else None)
         kind = self._kind_memo.get(key)
         if kind is None:
-            kind = self._kind_memo[key] = kernel_kind(k.name, args, k.cat)
+            kind = self._kind_memo[key] = kernel_kind(name, args, cat)
         return kind
 
     def add(self, k: _Ev) -> None:
-        kind = self.kind(k)
-        dur, args = k.dur, k.args
+        args = k.args
+        fpct, bad = _parsed(args, evs.ACHIEVED_FLOPS_PCT)
+        bpct, bad2 = _parsed(args, evs.ACHIEVED_BANDWIDTH_PCT)
+        self.bad_args += bad + bad2
+        self.add_parts(k, self.kind(k), static_sums(args), fpct, bpct, args.get(evs.ROOFLINE_BOUND))
+
+    def add_parts(self, k: _Ev, kind: str, st: tuple, fpct: float | int | None, bpct: float | int | None,
+                  bound: Any, accs: tuple[_KernelAcc, _Acc, _Acc] | None = None) -> None:
+        """Sum kernel ``k`` of ``kind`` from what :meth:`add` reads of its args: ``st``, the parts
+        that do not depend on its duration (:func:`static_sums`; kernels sharing a cost share them),
+        and those that do (its achieved % of each peak, its roofline bound). ``accs``: its
+        :meth:`accs`, when the caller has them."""
+        dur = k.dur
         self.split[kind] += dur
         self.kinds[id(k)] = kind
-        flop, gb = self.flop_and_gb(k)
+        flop, gb, bad, source, module, dtype, mkey, lkey = st
+        self.bad_args += bad
         if flop is not None:
             self.flop += flop
             self.flop_known_time += dur
@@ -184,34 +178,81 @@ class _Totals:
         if gb is not None:
             self.gb += gb
             self.any_gb = True
-        a = self.kernels.get(k.name)
+        a, g, line = accs if accs is not None else self.accs(k.name, kind, mkey, lkey)
+        if fpct is not None:
+            a.fpct[0] += fpct * dur
+            a.fpct[1] += dur
+        if bpct is not None:
+            a.bpct[0] += bpct * dur
+            a.bpct[1] += dur
+        if isinstance(bound, str) and bound:
+            a.bound[bound] += dur
+        if source is not None:
+            a.source[source] += dur
+        if module is not None:
+            a.module[module] += dur
+        if dtype is not None:
+            a.dtype[dtype] += dur
+        for acc in (a, g, line):  # _Acc.add of each, inlined: three calls a kernel
+            acc.count += 1
+            acc.time += dur
+            acc.members.append(k)
+            if flop is not None:
+                acc.flop = (acc.flop or 0) + flop
+                acc.flop_time += dur
+            if gb is not None:
+                acc.gb = (acc.gb or 0.0) + gb
+                acc.gb_time += dur
+
+    def accs(self, name: str, kind: str, mkey: str, lkey: str) -> tuple[_KernelAcc, _Acc, _Acc]:
+        """The sums a kernel adds to: its name's (made with ``kind`` on first use), its module's
+        and its source line's (:func:`static_sums`' keys)."""
+        a = self.kernels.get(name)
         if a is None:
-            a = self.kernels[k.name] = _KernelAcc(kind=kind)
-        a.add(k, flop, gb)
-        for key, pct in ((evs.ACHIEVED_FLOPS_PCT, a.fpct), (evs.ACHIEVED_BANDWIDTH_PCT, a.bpct)):
-            if key in args:
-                v = self.arg_num(k, key)
-                if v is not None:
-                    pct[0] += v * dur
-                    pct[1] += dur
-        for key, weights in ((evs.ROOFLINE_BOUND, a.bound), (evs.SOURCE, a.source), (evs.MODULE_PATH, a.module),
-                             (evs.KERNEL_DTYPE, a.dtype)):
-            v = args.get(key)
-            if isinstance(v, str) and v:
-                weights[v] += dur
-        mod = args.get(evs.MODULE_PATH)
-        src = args.get(evs.SOURCE)
-        # "" is the root module (work in the top-level forward itself); a missing arg is unknown.
-        mkey = (mod or "(root module)") if isinstance(mod, str) else "(no module)"
+            a = self.kernels[name] = _KernelAcc(kind=kind)
         g = self.modules.get(mkey)
         if g is None:
             g = self.modules[mkey] = _Acc()
-        g.add(k, flop, gb)
-        lkey = src if isinstance(src, str) and src else "(no source)"
-        g = self.lines.get(lkey)
-        if g is None:
-            g = self.lines[lkey] = _Acc()
-        g.add(k, flop, gb)
+        line = self.lines.get(lkey)
+        if line is None:
+            line = self.lines[lkey] = _Acc()
+        return a, g, line
+
+
+def _parsed(args: Mapping[str, Any], key: str) -> tuple[float | int | None, int]:
+    """(the number at ``key`` of a kernel's args or None, 1 when present but not a finite number)."""
+    if key not in args:
+        return None, 0
+    v = _num(args[key])
+    return v, v is None
+
+
+def _text(v: Any) -> str | None:
+    return v if isinstance(v, str) and v else None
+
+
+def static_sums(args: Mapping[str, Any]) -> tuple:
+    """What :meth:`_Totals.add` reads of a kernel's args apart from the achieved figures: (FLOPs,
+    GB moved (``kernel_num_gb`` else the byte counts), how many args were not finite numbers,
+    source, module path, dtype, module-table key, line-table key); None where unknown."""
+    flop, bad = _parsed(args, evs.KERNEL_FLOP)
+    if flop is not None and flop < 0:
+        flop = None
+    gb, b = _parsed(args, evs.KERNEL_NUM_GB)
+    bad += b
+    if gb is None:
+        (rd, b1), (wr, b2) = _parsed(args, evs.KERNEL_BYTES_READ), _parsed(args, evs.KERNEL_BYTES_WRITTEN)
+        bad += b1 + b2
+        if rd is not None or wr is not None:
+            gb = ((rd or 0) + (wr or 0)) / 1e9
+    if gb is not None and gb < 0:
+        gb = None
+    mod = args.get(evs.MODULE_PATH)
+    src = args.get(evs.SOURCE)
+    # "" is the root module (work in the top-level forward itself); a missing arg is unknown.
+    mkey = (mod or "(root module)") if isinstance(mod, str) else "(no module)"
+    lkey = src if isinstance(src, str) and src else "(no source)"
+    return (flop, gb, int(bad), _text(src), _text(mod), _text(args.get(evs.KERNEL_DTYPE)), mkey, lkey)
 
 
 def _totals(kernels: list[_Ev]) -> _Totals:
@@ -229,10 +270,13 @@ def _rate_gbps(gb: Any, us: float) -> float | None:
     return _g(gb / us * 1e6) if gb is not None and us > 0 else None
 
 
+_start = attrgetter("ts")
+
+
 def _union_us(kernels: list[_Ev]) -> float:
     """The time at least one of ``kernels`` runs (their intervals merged)."""
     total, end = 0.0, None
-    for k in sorted(kernels, key=lambda e: e.ts):
+    for k in sorted(kernels, key=_start):
         if end is None or k.ts >= end:
             total += k.dur
             end = k.end
@@ -438,4 +482,14 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         costs_note=costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
         steps=steps,
         slowest_step=slowest,
-        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start))
+        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
+
+
+def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:
+    """The kernels' busy spans and time by module and line, when no kernel is a collective (the
+    communication view's compute time is then all of it: :class:`ComputeSums`)."""
+    if KIND_COLLECTIVE in totals.kinds.values():
+        return None
+    # the busy window's spans are the union of all the kernels, as comm_view would merge them
+    return ComputeSums([(s, e) for s, e, _, _ in window.merged], {k: g.time for k, g in totals.modules.items()},
+                       {k: g.time for k, g in totals.lines.items()})

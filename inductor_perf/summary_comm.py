@@ -26,7 +26,7 @@ from __future__ import annotations
 import bisect
 import statistics
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Iterable
 
 from . import comm_costs
 from . import events as evs
@@ -176,26 +176,45 @@ def _by_key(kernels: list[_Ev], kinds: dict[int, str], key: str, missing: str) -
         else:
             name = v if isinstance(v, str) and v else missing
         acc[name] = acc.get(name, 0.0) + k.dur
+    return _top(acc)
+
+
+def _top(acc: dict[str, float]) -> dict[str, float]:
     top = sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_GROUPS]
     return {name: _r(us) for name, us in top}
 
 
+@dataclass(frozen=True)
+class ComputeSums:
+    """What the summary already knows of the kernels' time when none is a collective: their busy
+    spans merged, and their time by module and by source line (each summed in kernel order, as
+    :func:`comm_view` would sum it)."""
+
+    merged: list[tuple[float, float]]
+    by_module: dict[str, float]
+    by_line: dict[str, float]
+
+
 def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
-              window_start: float) -> CommView:
+              window_start: float, known: ComputeSums | None = None) -> CommView:
     """The :class:`CommView` of one rank: ``kinds`` maps ``id(kernel)`` to its kind (the summary's
     totals), ``host_events`` hold the ``ProfilerStep#N`` ranges and any gloo annotations.
-    ``window_start`` is accepted for the streaming engine's symmetry (step offsets are the summary's)."""
+    ``window_start`` is accepted for the streaming engine's symmetry (step offsets are the summary's).
+    ``known``: given when no kernel is a collective, the compute time is not summed again."""
     del window_start  # spans are compared with each other only
     source, found = _collectives(kernels, kinds, host_events)
     comm = _merge((ev.ts, ev.end) for ev, *_ in found)
-    compute = _merge((k.ts, k.end) for k in kernels if kinds.get(id(k)) != KIND_COLLECTIVE)
+    compute = (known.merged if known is not None else
+               _merge((k.ts, k.end) for k in kernels if kinds.get(id(k)) != KIND_COLLECTIVE))
     comm_us, compute_us = _length(comm), _length(compute)
     overlap = _intersection(comm, compute)
     view = CommView(source=source, comm_us=_r(comm_us), exposed_comm_us=_r(comm_us - overlap),
                     compute_us=_r(compute_us), active_us=_r(comm_us + compute_us - overlap),
                     collectives=_rows(found),
-                    compute_by_module=_by_key(kernels, kinds, evs.MODULE_PATH, "(no module)"),
-                    compute_by_line=_by_key(kernels, kinds, evs.SOURCE, "(no source)"))
+                    compute_by_module=(_top(known.by_module) if known is not None else
+                                       _by_key(kernels, kinds, evs.MODULE_PATH, "(no module)")),
+                    compute_by_line=(_top(known.by_line) if known is not None else
+                                     _by_key(kernels, kinds, evs.SOURCE, "(no source)")))
     comm_starts, compute_starts = [s for s, _ in comm], [s for s, _ in compute]
     for st in _steps(host_events):
         c, k = _clip(comm, comm_starts, st.ts, st.end), _clip(compute, compute_starts, st.ts, st.end)

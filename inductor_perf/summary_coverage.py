@@ -95,22 +95,35 @@ class Coverage:
 
     def add(self, name: str, dur: float, args: dict[str, Any]) -> None:
         """Count one kernel of ``dur`` with these (augmented) args."""
-        self.any = True
+        self.add_digest(name, dur, self.digest(args))
+
+    @staticmethod
+    def digest(args: dict[str, Any]) -> tuple:
+        """What :meth:`add` reads of a kernel's args (kernels sharing a cost share it): (costed,
+        augmented, joined, cost is a lower bound, launching op, ``not_costed``, has ``launch_op``)."""
         costed = has_cost(args)
-        if not self.augmented and (costed or evs.COST_SOURCE in args or evs.NOT_COSTED in args
-                                   or evs.LAUNCH_OP in args):
+        augmented = costed or evs.COST_SOURCE in args or evs.NOT_COSTED in args or evs.LAUNCH_OP in args
+        joined = evs.LAUNCH_OP in args or evs.NOT_COSTED in args
+        op = args.get(evs.LAUNCH_OP)
+        why = args.get(evs.NOT_COSTED)
+        return (costed, augmented, joined, args.get(evs.COST_BOUND) == evs.LOWER_BOUND,
+                op if isinstance(op, str) and op else None, why if isinstance(why, str) and why else None,
+                evs.LAUNCH_OP in args)
+
+    def add_digest(self, name: str, dur: float, d: tuple) -> None:
+        """Count one kernel of ``dur`` whose args' :meth:`digest` is ``d``."""
+        costed, augmented, joined, lower, op, why, launched = d
+        self.any = True
+        if augmented:
             self.augmented = True
-        if not self.joined and (evs.LAUNCH_OP in args or evs.NOT_COSTED in args):
+        if joined:
             self.joined = True
         if costed:
             self.costed += dur
-            if args.get(evs.COST_BOUND) == evs.LOWER_BOUND:
+            if lower:
                 self.lower += dur
             return
-        op = args.get(evs.LAUNCH_OP)
-        op = op if isinstance(op, str) and op else None
-        why = args.get(evs.NOT_COSTED)
-        key = (op, op or name, why if isinstance(why, str) and why else None, evs.LAUNCH_OP in args)
+        key = (op, op or name, why, launched)
         g = self.groups.get(key)
         if g is None:
             g = self.groups[key] = [0, 0.0, {}]

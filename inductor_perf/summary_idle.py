@@ -13,6 +13,7 @@ import bisect
 import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Iterator
 
 from . import events as evs
@@ -21,10 +22,14 @@ from .summary_rows import GapRow, IdleRow, _dominant, _pct, _r
 
 
 # --- Interval helpers ------------------------------------------------------------------------------
+_start, _end = attrgetter("ts"), attrgetter("end")
+
+
 def _merge(kernels: list[_Ev]) -> list[tuple[float, float, _Ev, _Ev]]:
     """Union of kernel intervals: (start, end, first kernel, kernel that ends last)."""
     out: list[tuple[float, float, _Ev, _Ev]] = []
-    for k in sorted(kernels, key=lambda e: (e.ts, -e.end)):
+    # sorted by (ts, -end), stably: by end descending, then stably by start (no tuple per kernel)
+    for k in sorted(sorted(kernels, key=_end, reverse=True), key=_start):
         if out and k.ts <= out[-1][1]:
             s, e, first, last = out[-1]
             if k.end > e:
@@ -34,39 +39,40 @@ def _merge(kernels: list[_Ev]) -> list[tuple[float, float, _Ev, _Ev]]:
     return out
 
 
-def _overlapping(children: list[_Ev], starts: list[float], a: float, b: float) -> list[_Ev]:
-    """Children (sorted by start, non-nested siblings) that overlap [a, b)."""
-    hi = bisect.bisect_left(starts, b)
-    lo = hi
-    # Walk back while an earlier sibling may still reach past ``a``; siblings rarely overlap.
-    while lo > 0 and children[lo - 1].end > a:
-        lo -= 1
-    return [c for c in children[lo:hi] if c.end > a]
-
-
 class _Attributor:
     """Splits a time span on one thread among the deepest host events covering each instant."""
 
     def __init__(self, roots: list[_Ev]) -> None:
         self.roots = roots
         self._starts: dict[int, list[float]] = {}
-
-    def _starts_of(self, owner: _Ev | None, children: list[_Ev]) -> list[float]:
-        key = id(owner)
-        if key not in self._starts:
-            self._starts[key] = [c.ts for c in children]
-        return self._starts[key]
+        """``id`` of an event (None: the thread) -> its children's start times (the events are
+        alive as long as this is)."""
 
     def attribute(self, a: float, b: float) -> tuple[dict[_Ev | None, float], dict[_Ev, float]]:
         """(innermost event -> time, top-level event -> overlap) within [a, b)."""
-        inner: dict[_Ev | None, float] = defaultdict(float)
+        inner: dict[_Ev | None, float] = {}  # a dict's get(key, 0.0) + t: defaultdict(float)'s floats
         outer: dict[_Ev, float] = {}
+        starts_of = self._starts
         todo: list[tuple[_Ev | None, list[_Ev], float, float]] = [(None, self.roots, a, b)]
         while todo:
             owner, children, lo, hi = todo.pop()
+            if not children:  # a leaf: all its time is its own ((hi - lo) - 0.0 == hi - lo)
+                if hi - lo > 1e-9:
+                    inner[owner] = inner.get(owner, 0.0) + (hi - lo)
+                continue
+            starts = starts_of.get(id(owner))
+            if starts is None:
+                starts = starts_of[id(owner)] = [c.ts for c in children]
             covered = 0.0
             cursor = lo
-            for c in _overlapping(children, self._starts_of(owner, children), lo, hi):
+            # _overlapping(children, starts, lo, hi), inlined: this runs once or twice a gap
+            end = bisect.bisect_left(starts, hi)
+            first = end
+            while first > 0 and children[first - 1].end > lo:
+                first -= 1
+            for c in children[first:end]:
+                if c.end <= lo:
+                    continue
                 s, e = max(cursor, c.ts), min(hi, c.end)
                 if e <= s:
                     continue
@@ -74,14 +80,14 @@ class _Attributor:
                     outer[c] = outer.get(c, 0.0) + (e - s)
                 if c.is_kernel:
                     # A kernel overlapping a gap belongs to another timeline's union; count as itself.
-                    inner[c] += e - s
+                    inner[c] = inner.get(c, 0.0) + (e - s)
                 else:
                     todo.append((c, c.children, s, e))
                 covered += e - s
                 cursor = e
             rest = (hi - lo) - covered
             if rest > 1e-9:
-                inner[owner] += rest
+                inner[owner] = inner.get(owner, 0.0) + rest
         return inner, outer
 
 
@@ -184,55 +190,79 @@ class _HostIdle:
             self.frames[frame] += t
 
 
+class _IdleByHost:
+    """The idle time by innermost host activity, summed gap by gap. What an event adds to is looked
+    up once per event: the gaps of a trace fall, again and again, in the same few host events."""
+
+    def __init__(self, frames: bool) -> None:
+        self.rows: dict[str, _HostIdle] = {}
+        self.frames = frames
+        self.known: dict[_Ev | None, tuple[_HostIdle, str | None]] = {}
+        """Each innermost event seen -> :meth:`of` it."""
+
+    def host(self, name: str) -> _HostIdle:
+        acc = self.rows.get(name)
+        if acc is None:
+            acc = self.rows[name] = _HostIdle()
+        return acc
+
+    def of(self, ev: _Ev | None) -> tuple[_HostIdle, str | None]:
+        """The row an innermost event's idle time adds to, and its Python frame (looked up once)."""
+        got = self.known.get(ev)
+        if got is None:
+            got = self.known[ev] = (self.host(ev.name if ev is not None else "(no host event)"),
+                                    _python_frame(ev) if self.frames else None)
+        return got
+
+
+_UNSEEN = object()
+
+
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
                 top: int | None = None, light: bool = False) -> tuple[list[GapRow], int, list[IdleRow]]:
     """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
     innermost host activity (most first). Only the ``top`` gaps become rows (a bounded heap): a
     trace has a gap between almost every two kernels. ``light`` (:mod:`.summary_light`): no gap
     rows and no Python frame per activity (``source`` None), the same idle times."""
-    attributors: dict[tuple[Any, Any], _Attributor] = {}
+    attributors: dict[tuple[Any, Any] | None, Any] = {}
     heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
     count = 0
-    idle_host: dict[str, _HostIdle] = {}
+    idle = _IdleByHost(not light)
+    known = idle.known.get
+    roots, w0 = tk.roots, window.start
     for s, e, position, prev_k, next_k in _gap_spans(window, tk.definition):
         ref = next_k if next_k is not None else prev_k
         thread = launcher.get(id(ref)) if ref is not None else None
-        inner_name = outer_name = frame = None
-        if thread is not None and thread in tk.roots:
-            att = attributors.get(thread)
-            if att is None:
-                att = attributors[thread] = _Attributor(tk.roots[thread])
+        inner = outer = None
+        att = attributors.get(thread, _UNSEEN)
+        if att is _UNSEEN:  # each thread looked up once (None: no host events)
+            att = attributors[thread] = (_Attributor(roots[thread]) if thread is not None and thread in roots
+                                         else None)
+        if att is not None:
             inner, outer = att.attribute(s, e)
-            if light:
-                for ev, t in inner.items():
-                    idle_host.setdefault(ev.name if ev is not None else "(no host event)", _HostIdle()).add(t, None)
-                count += 1
-                continue
-            dom = _dominant(inner)
-            inner_name = dom.name if dom is not None else "(no host event)"
-            dom_outer = _dominant(outer)
-            outer_name = dom_outer.name if dom_outer is not None else None
-            frame = _python_frame(dom)
-            for ev, t in inner.items():
-                host = ev.name if ev is not None else "(no host event)"
-                idle_host.setdefault(host, _HostIdle()).add(t, _python_frame(ev))
+            for ev, t in inner.items():  # _HostIdle.add of each event's row, inlined
+                got = known(ev)
+                acc, frame = got if got is not None else idle.of(ev)
+                acc.time += t
+                acc.gaps += 1
+                if frame:
+                    acc.frames[frame] += t
         else:
-            idle_host.setdefault("(launching thread unknown)", _HostIdle()).add(e - s, None)
+            idle.host("(launching thread unknown)").add(e - s, None)
         if light:
             count += 1
             continue
-        dur_r, start_r = _r(e - s), _r(s - window.start)
+        dur_r = round(e - s, 3)  # _r(), inlined: once a gap
+        full = top is not None and len(heap) >= top
+        if full and dur_r < heap[0][0]:  # shorter than every row kept: its key is below them all
+            count += 1
+            continue
+        start_r = round(s - w0, 3)
         key = (dur_r, -start_r, -count)  # the row sorted last: shortest, then latest, then last seen
         count += 1
-        if top is not None and len(heap) >= top and key <= heap[0][:3]:
+        if full and key <= heap[0][:3]:
             continue
-        next_src = next_k.args.get(evs.SOURCE) if next_k is not None else None
-        row = GapRow(
-            start_us=start_r, dur_us=dur_r, position=position,
-            prev_kernel=prev_k.name if prev_k is not None else None,
-            next_kernel=next_k.name if next_k is not None else None,
-            host_innermost=inner_name, host_outermost=outer_name,
-            source=frame or (next_src if isinstance(next_src, str) and next_src else None))
+        row = _gap_row(start_r, dur_r, position, prev_k, next_k, inner, outer)
         if top is None or len(heap) < top:
             heapq.heappush(heap, (*key, row))
         else:
@@ -240,6 +270,26 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
     gap_rows = [item[3] for item in sorted(heap, key=lambda item: item[:3], reverse=True)]
     idle_rows = [IdleRow(host=h, idle_us=_r(v.time), gaps=v.gaps, share_of_idle_pct=_pct(v.time, window.idle),
                          source=_dominant(v.frames))
-                 for h, v in idle_host.items()]
+                 for h, v in idle.rows.items()]
     idle_rows.sort(key=lambda r: (-r.idle_us, r.host))
     return gap_rows, count, idle_rows
+
+
+def _gap_row(start_r: float, dur_r: float, position: str, prev_k: _Ev | None, next_k: _Ev | None,
+             inner: dict[_Ev | None, float] | None, outer: dict[_Ev, float] | None) -> GapRow:
+    """The row of a gap whose time :meth:`_Attributor.attribute` split into ``inner`` and ``outer``
+    (None: the launching thread is unknown)."""
+    inner_name = outer_name = frame = None
+    if inner is not None and outer is not None:
+        dom = _dominant(inner)
+        inner_name = dom.name if dom is not None else "(no host event)"
+        dom_outer = _dominant(outer)
+        outer_name = dom_outer.name if dom_outer is not None else None
+        frame = _python_frame(dom)
+    next_src = next_k.args.get(evs.SOURCE) if next_k is not None else None
+    return GapRow(
+        start_us=start_r, dur_us=dur_r, position=position,
+        prev_kernel=prev_k.name if prev_k is not None else None,
+        next_kernel=next_k.name if next_k is not None else None,
+        host_innermost=inner_name, host_outermost=outer_name,
+        source=frame or (next_src if isinstance(next_src, str) and next_src else None))

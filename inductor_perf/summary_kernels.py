@@ -296,12 +296,25 @@ def headline_dtype(kernels: Iterable[Mapping[str, Any]]) -> str:
 
 def add_dtype_weight(totals: dict[str, list[float]], args: Mapping[str, Any]) -> None:
     """Count one kernel's args in :func:`headline_dtype`'s ``totals`` (for a caller that streams)."""
+    add_weight(totals, dtype_weight(args))
+
+
+def dtype_weight(args: Mapping[str, Any]) -> tuple[str, float | int, float | int] | None:
+    """What :func:`add_dtype_weight` reads of a kernel's args: (dtype, matmul FLOPs, FLOPs), or None
+    without a dtype."""
     name = args.get(evs.KERNEL_DTYPE)
     if not isinstance(name, str):
+        return None
+    return name, _num(args.get(evs.KERNEL_MATMUL_FLOP)) or 0, _num(args.get(evs.KERNEL_FLOP)) or 0
+
+
+def add_weight(totals: dict[str, list[float]], weight: tuple[str, float | int, float | int] | None) -> None:
+    """Count one kernel's :func:`dtype_weight` in ``totals``."""
+    if weight is None:
         return
-    acc = totals.setdefault(name, [0.0, 0.0])
-    acc[0] += _num(args.get(evs.KERNEL_MATMUL_FLOP)) or 0
-    acc[1] += _num(args.get(evs.KERNEL_FLOP)) or 0
+    acc = totals.setdefault(weight[0], [0.0, 0.0])
+    acc[0] += weight[1]
+    acc[1] += weight[2]
 
 
 def dtype_of_weights(totals: dict[str, list[float]]) -> str:

@@ -12,7 +12,12 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from . import events as evs
+from .cost_args import roof_figures
+from .fastpath.render import _IN_RANGE, _SAFE_INT, achieved_inline, binding_roof
 from .kernel_kinds import KIND_COLLECTIVE
+from .summary import static_sums
+from .summary_coverage import Coverage
+from .summary_kernels import dtype_weight
 
 _NO_ARGS: dict[str, Any] = {}
 """The args of a kernel left with none (shared: nothing mutates a kernel's args; it replaces them)."""
@@ -52,6 +57,87 @@ def _static(cost: Any, device: Any, peak_cache: dict, bandwidth: float | None) -
     return head, tail, int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written), peak, bw
 
 
+_DYNAMIC = frozenset({evs.ACHIEVED_TFLOPS, evs.ACHIEVED_GBPS, evs.ACHIEVED_FLOPS_PCT, evs.ACHIEVED_BANDWIDTH_PCT,
+                      evs.ROOFLINE_BOUND})
+"""The args :func:`~inductor_perf.cost_args.args_for` writes that depend on the kernel's duration."""
+
+
+def _kept(args: dict) -> dict:
+    """The args a summed non-collective kernel keeps: its source line and module (the gap table and
+    the communication view read them)."""
+    src, mod = args.get(evs.SOURCE), args.get(evs.MODULE_PATH)
+    return ({evs.SOURCE: src, evs.MODULE_PATH: mod} if src is not None and mod is not None else
+            {evs.SOURCE: src} if src is not None else {evs.MODULE_PATH: mod} if mod is not None else _NO_ARGS)
+
+
+class _Sums:
+    """Sums a kernel with a (non-collective) cost and no args of its own without building its args.
+
+    Of the args :func:`~inductor_perf.cost_args.args_for` and the label would give it, all that the
+    totals (:meth:`~inductor_perf.summary._Totals.add_parts`), the coverage and the headline dtype
+    read is the same for every kernel of one (cost, label, name, category), and is digested once;
+    only the achieved % and the roofline bound depend on the kernel's duration. They are computed
+    from it as ``args_for`` computes them: by the inline roofline of :mod:`inductor_perf.fastpath.render`
+    (``augment``'s, checked against :func:`roofline.classify`) where its ranges hold, else by
+    :func:`~inductor_perf.cost_args.roof_figures`. So the sums are those of summing the args."""
+
+    def __init__(self, totals: Any, cov: Coverage, weights: dict[str, list[float]],
+                 static_of: Callable[[Any], tuple]) -> None:
+        self.totals, self.cov, self.weights, self.static_of = totals, cov, weights, static_of
+        self.digests: dict[tuple, tuple | None] = {}
+        """(id(cost), label items, name, category) -> digest; None: summed from its args instead.
+        The costs are alive for as long as this is (their ids are not reused)."""
+
+    def add(self, k: Any, cost: Any, lab: dict | None) -> bool:
+        """Sum ``k``; False when its kind of kernel needs its args."""
+        try:
+            key = (id(cost), tuple(lab.items()) if lab else None, k.name, k.cat)
+            d = self.digests.get(key, False)
+        except TypeError:  # a label value that cannot be hashed
+            return False
+        if d is False:
+            d = self.digests[key] = self._digest(k, lab, self.static_of(cost))
+        if d is None:
+            return False
+        kind, st, accs, weight, cov, kept, flops, nbytes, peak, bw, roof, inline = d
+        dur = k.dur
+        if inline and _IN_RANGE[0] <= dur <= _IN_RANGE[1]:
+            a = achieved_inline(flops, nbytes, dur, peak, bw, roof)
+            fpct, bpct, bound = a[evs.ACHIEVED_FLOPS_PCT], a[evs.ACHIEVED_BANDWIDTH_PCT], a[evs.ROOFLINE_BOUND]
+        else:
+            fpct, bpct, bound = roof_figures(flops, nbytes, dur, peak, bw)
+        self.totals.add_parts(k, kind, st, fpct, bpct, bound, accs)
+        if weight is not None:  # add_weight(), inlined: its dtype's running sums, this kernel's FLOPs
+            acc, mm, fl = weight
+            acc[0] += mm
+            acc[1] += fl
+        self.cov.add_digest(k.name, dur, cov)
+        k.args = kept
+        return True
+
+    def _digest(self, k: Any, lab: dict | None, got: tuple) -> tuple | None:
+        """What :meth:`add` needs of a kernel of this (cost, label, name, category); ``got``:
+        :func:`_static` of the cost. None: the kernel is to be summed from its args."""
+        head, tail, flops, nbytes, peak, bw = got
+        if lab and not _DYNAMIC.isdisjoint(lab):
+            return None
+        args = {**head, **tail, **lab} if lab else {**head, **tail}
+        kind = self.totals.kind_of(k.name, k.cat, args)
+        if kind == KIND_COLLECTIVE:
+            return None  # a collective keeps all its args (the collective tables read them)
+        lo, hi = _IN_RANGE
+        inline = (peak is not None and bw is not None and lo <= peak <= hi and lo <= bw <= hi
+                  and 0 <= flops < _SAFE_INT and 0 <= nbytes < _SAFE_INT)
+        roof = binding_roof(flops, nbytes, peak, bw) if inline else None
+        st = static_sums(args)
+        # made now, as the first kernel of this digest is summed: the order the sums are made in
+        # stays the kernels' order
+        accs = self.totals.accs(k.name, kind, st[6], st[7])
+        dw = dtype_weight(args)
+        weight = None if dw is None else (self.weights.setdefault(dw[0], [0.0, 0.0]), dw[1], dw[2])
+        return (kind, st, accs, weight, Coverage.digest(args), _kept(args), flops, nbytes, peak, bw, roof, inline)
+
+
 def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
            roots: Any, light: bool = False) -> tuple[Any, Any]:
@@ -62,7 +148,6 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     from .cost_args import args_for, augment_event, device_bandwidth, device_from_trace
     from .event_cost import AugmentStats
     from .summary import Counts, _Totals, assemble, distributed_info
-    from .summary_coverage import Coverage
     from .summary_idle import window_of
     from .summary_kernels import _hashable, add_dtype_weight, dtype_of_weights
 
@@ -83,17 +168,24 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     else:
         totals, cov = _Totals(), Coverage()
     weights: dict[str, list[float]] = {}
+
+    def static_of(cost: Any) -> tuple:
+        got = static.get(id(cost))
+        if got is None:
+            got = static[id(cost)] = _static(cost, device, peak_cache, bandwidth)
+        return got
+
+    sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
     launcher: dict[int, Any] = {}
     by_corr = seen.by_corr
-    source_key, module_key = evs.SOURCE, evs.MODULE_PATH
     for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
-        launcher[id(k)] = by_corr.get(_hashable(corr))
+        launcher[id(k)] = by_corr.get(corr if type(corr) is int else _hashable(corr))
         if apply:
             cost, lab = costs.get(i), labels.get(i)
             if cost is not None and cost.comm is None:
-                got = static.get(id(cost))
-                if got is None:
-                    got = static[id(cost)] = _static(cost, device, peak_cache, bandwidth)
+                if sums is not None and not k.args and sums.add(k, cost, lab):
+                    continue
+                got = static_of(cost)
                 head, tail, flops, nbytes, peak, bw = got
                 # light: the cost's own args (those the kind reads among them), not the achieved
                 # numbers against the roofs (the roofline classification is most of augmenting)
@@ -110,9 +202,7 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
             add_dtype_weight(weights, args)
             cov.add(k.name, k.dur, args)
         if totals.kinds[id(k)] != KIND_COLLECTIVE:
-            src, mod = args.get(source_key), args.get(module_key)
-            k.args = ({source_key: src, module_key: mod} if src is not None and mod is not None else
-                      {source_key: src} if src is not None else {module_key: mod} if mod is not None else _NO_ARGS)
+            k.args = _kept(args)
     del costs, labels
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
