@@ -38,6 +38,7 @@ WORKER_SHARE = 0.5
 """The worker's share of the text: it pickles what it kept, about as long as this process takes to
 unpickle and append it."""
 
+
 class Parts:
     """The worker's parts as they came (pickled): :meth:`next` unpickles the next one and lets its bytes go."""
 
