@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 from json_close import differences
 
 from inductor_perf import summary_stream, summary_windows
@@ -23,12 +23,6 @@ from inductor_perf import trace_format as tf
 from inductor_perf.errors import TraceFormatError
 from inductor_perf.summary_files import summarize_file, trace_label
 
-ROOT = Path(__file__).resolve().parents[2]
-FIXTURES = ROOT / "tests" / "fixtures"
-TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "shared" / "traces"))
-SHARED = ["a100_ranks8_r3_control.json.gz", "v100_ranks2_r1_test.json.gz", "mi250_minitoy_train_rocm6.json.gz",
-          "a100_triton_example.json.gz", "two_ranks/sampled_rank-0.json.gz", "two_ranks/sampled_rank-1.json.gz"]
-GPU_FIXTURES = sorted(p.name for p in (FIXTURES / "gpu").glob("*.trace.json.gz"))
 
 
 @pytest.fixture(autouse=True)
