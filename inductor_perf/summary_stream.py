@@ -210,7 +210,8 @@ class _Pass:
                 self.costed = True
 
     def add(self, i: int, ev: dict) -> None:
-        """Take event ``i``, a complete ("X") event."""
+        """Take event ``i``, a complete ("X") event. :func:`~inductor_perf.summary_pass.read_batch`
+        does the same inline for most events: a change here must be made there too."""
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}
