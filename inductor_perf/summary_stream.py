@@ -31,15 +31,15 @@ and the caller loads the whole trace. A file cut mid-event raises TraceFormatErr
 from __future__ import annotations
 
 import logging
-import re
 from array import array
 from collections import defaultdict
 from typing import Any, Callable, Iterator
 
 from . import events as evs
 from . import trace_format as tf
-from .summary_comm import HOST_PREFIXES
 from .summary_kernels import _Ev, _hashable, _num
+from .summary_pass import (_DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _MARKS, _NO_ARGS, _RUNTIME_CATS, _STEP,
+                           _STEP_PREFIX, read_batch)
 from .summary_windows import WINDOW_BYTES, Windows, _Layout, mapped_text
 
 log = logging.getLogger(__name__)
@@ -52,25 +52,6 @@ STREAM_MIN_BYTES = 50_000_000
 """Trace files whose JSON text is at least this large are summarized by this engine under
 ``engine="auto"`` (the size at which ``augment`` streams too)."""
 
-_DROP_ARGS = frozenset({"queued", "device", "context", "stream", "correlation", "External id", "registers per thread",
-                        "shared memory", "blocks per SM", "warps per SM", "grid", "block",
-                        "est. achieved occupancy %"})
-"""Kineto's launch-configuration and id args of a kernel: no table reads them (the correlation id is
-kept apart, in :attr:`_Pass.kernel_corr`); dropped to keep kernels small."""
-
-_NO_ARGS: dict[str, Any] = {}
-"""The args of every kernel left with none and of every host event (shared: nothing mutates an
-event's args; it replaces them)."""
-_LEAF: Any = ()
-"""The children of every host event without any (shared)."""
-
-_RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
-_STEP_PREFIX = "ProfilerStep#"
-_HOST_COLLECTIVES = HOST_PREFIXES
-"""Host annotations that are collectives themselves (a backend without device kernels): kept, with
-their args, for the collectives table (:func:`inductor_perf.summary_comm.comm_view`)."""
-_STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
 
 
 class _HostNode:
@@ -229,7 +210,8 @@ class _Pass:
                 self.costed = True
 
     def add(self, i: int, ev: dict) -> None:
-        """Take event ``i``, a complete ("X") event."""
+        """Take event ``i``, a complete ("X") event. :func:`~inductor_perf.summary_pass.read_batch`
+        does the same inline for most events: a change here must be made there too."""
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}
@@ -333,10 +315,13 @@ def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
     seen.threads.merge(parts.pop(0))
 
 
-def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None) -> int:
+def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None,
+          fused: bool = True) -> int:
     """Feed the events of ``events``' windows, numbered from ``i``, to ``join`` and ``seen``; the
-    index after the last one."""
+    index after the last one. ``fused``: by :func:`~inductor_perf.summary_pass.read_batch` (the
+    same state, faster), else by the methods themselves, event by event (what the tests compare it to)."""
     index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
+    routes: dict[str, tuple[int, int]] = {}
     for batch in events:
         if seen.costed:
             # an augmented trace's costs are its own (summary_stream_finish._costs): the join's
@@ -350,17 +335,20 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
             if stage is not None:
                 stage(f"summarizing: {i:,} events read")
             continue
-        for ev in batch:
-            if type(ev) is dict and ev.get("ph") == "X":
-                got = index(i, ev)
-                if got is not None:
-                    cost(i, ev, *got)
-                take(i, ev)
-            else:
-                if type(ev) is dict and ev.get("ph") in ("s", "f"):
-                    later.append(i)
-                other(ev)
-            i += 1
+        if fused:
+            i = read_batch(batch, i, join, seen, routes)
+        else:
+            for ev in batch:
+                if type(ev) is dict and ev.get("ph") == "X":
+                    got = index(i, ev)
+                    if got is not None:
+                        cost(i, ev, *got)
+                    take(i, ev)
+                else:
+                    if type(ev) is dict and ev.get("ph") in ("s", "f"):
+                        later.append(i)
+                    other(ev)
+                i += 1
         if stage is not None:
             stage(f"summarizing: {i:,} events read")
     return i
