@@ -327,10 +327,13 @@ def test_splice_checks_which_object_it_extends(kernel, tmp_path):
 
 def test_fast_path_never_imports_torch(generated, tmp_path):
     # Offline augment resolves the GPU row and its peaks by dtype name: torch (0.9 s to import)
-    # must stay out of the process. A fresh interpreter, since this one has torch loaded.
+    # must stay out of the process once the ops' signatures are cached (a signature seen for the
+    # first time may need torch's shape rules). A fresh interpreter, since this one has torch loaded;
+    # the cache warmed here first, in the session's cache directory, as any earlier test may have.
     import subprocess
     import sys
 
+    A.augment_file(generated, str(tmp_path / "warm.json"), fast=False)
     out = str(tmp_path / "out.json")
     code = ("import sys\n"
             "from inductor_perf import augment as A\n"
