@@ -1,23 +1,29 @@
-"""Parsing events from their bytes: into the cost join (:func:`join_range`) and, ahead of rendering,
-the kernels most augmented events are (:func:`preparse`)."""
+"""Parsing events from their bytes into the cost join (:func:`join_range`), keeping what rendering
+needs of the kernels, which most augmented events are (:func:`render.hint_of`), so that they are
+parsed once."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from .render import args_close
+from ..launch_join import KERNEL
+from .render import Hint, hint_of
 
 
-def join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, base: int = 0) -> bool:
+def join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, base: int = 0,
+               hints: dict[int, Hint] | None = None) -> bool:
     """Parse events ``lo..hi-1`` of the spans and feed them to ``join`` as events ``base + i``; False
-    when one is not a JSON object (a split inside a string, NaN/Infinity...: the full path decides)."""
+    when one is not a JSON object (a split inside a string, NaN/Infinity...: the full path decides).
+    With ``hints``: the :data:`render.Hint` of each device kernel whose args can be spliced goes
+    there under its event number."""
     import orjson
 
     loads = orjson.loads
     index, cost, later = join.index, join.cost, join.flows_later  # join.add, one call less per event
     try:
         for i in range(lo, hi):
-            ev = loads(raw[starts[i]:ends[i]])
+            s0, e0 = starts[i], ends[i]
+            ev = loads(raw[s0:e0])
             if type(ev) is not dict:
                 return False
             ph = ev.get("ph")
@@ -25,22 +31,13 @@ def join_range(raw: bytes, starts: Any, ends: Any, lo: int, hi: int, join: Any, 
                 got = index(i + base, ev)
                 if got is not None:
                     cost(i + base, ev, *got)
+                    if got[0] == KERNEL and hints is not None:
+                        # parsed here once: rendering needs only this of it (most kernels get augmented)
+                        hint = hint_of(raw, ev, s0, e0)
+                        if hint is not None:
+                            hints[i + base] = hint
             elif ph == "s" or ph == "f":
                 later.append(i + base)  # parsed again in finish() only if a kernel needs flows
     except orjson.JSONDecodeError:
         return False
     return True
-
-
-def preparse(raw: bytes, starts: Any, ends: Any, indices: Any, base: int = 0) -> dict[int, tuple[dict, int]]:
-    """``{i: (event, args_close(...))}`` for the events ``indices``: the worker does this for its
-    kernels while it waits for the costs (most of them get augmented)."""
-    import orjson
-
-    loads = orjson.loads
-    out = {}
-    for i in indices:
-        s0, e0 = starts[i - base], ends[i - base]
-        ev = loads(raw[s0:e0])
-        out[i] = (ev, args_close(raw, ev, s0, e0))
-    return out

@@ -21,6 +21,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from .progress import Progress
 
 _ARGS_MEMBER = re.compile(rb'"args"\s*:\s*\{')
+_ARGS_LAST = re.compile(rb'"args"\s*:\s*\{[^}]*(\})\s*\}')
+"""An ``"args"`` member whose object holds no "}", then only whitespace up to the event's closing
+brace: how Kineto writes every event (:func:`args_close`'s usual case)."""
 _ADDED_KEYS = frozenset(evs.ADDED_ARG_KEYS)
 
 
@@ -108,15 +111,41 @@ def achieved_inline(flops: int, nbytes: int, dur_us: float, peak_tflops: float, 
             evs.ACHIEVED_FLOPS_PCT: flops_pct, evs.ACHIEVED_BANDWIDTH_PCT: bandwidth_pct, evs.ROOFLINE_BOUND: bound}
 
 
+Hint = tuple  # (close, cat, dur, args_nonempty)
+"""What rendering needs of an event whose args can be spliced (:func:`hint_of`), taken while the
+event is parsed for the join so that it is not parsed again to be written: where its args' closing
+brace is (:func:`args_close`), its ``cat`` and ``dur`` values, and whether its args are non-empty."""
+
+
+def hint_of(raw: bytes, ev: dict, s0: int, e0: int) -> Hint | None:
+    """The :data:`Hint` of event ``ev`` (``raw[s0:e0]``), or None when its args cannot be spliced
+    (rendering then parses it again and re-encodes it)."""
+    close = args_close(raw, ev, s0, e0)
+    return None if close < 0 else (close, ev.get("cat"), ev.get("dur"), bool(ev["args"]))
+
+
 def args_close(raw: bytes, ev: dict, s0: int, e0: int) -> int:
     """Where the closing brace of the args dict of event ``ev`` (``raw[s0:e0]``) is in ``raw``, or -1
     unless the args are a dict written as the event's last member (then our args can be spliced
     in there)."""
-    import orjson
-
     args = ev.get("args")
     if type(args) is not dict or next(reversed(ev)) != "args" or not _ADDED_KEYS.isdisjoint(args):
         return -1
+    # The usual case in one search and one match: the last "args" key starts the event's last member,
+    # which _args_close_checked would accept without parsing it (the same answer in about half the
+    # time: this runs for every kernel of a trace).
+    k = raw.rfind(b'"args"', s0, e0)
+    if k > s0 and raw[k - 1] != 0x5C:
+        m = _ARGS_LAST.fullmatch(raw, k, e0)
+        if m is not None:
+            return m.start(1)
+    return _args_close_checked(raw, args, s0, e0)
+
+
+def _args_close_checked(raw: bytes, args: dict, s0: int, e0: int) -> int:
+    """:func:`args_close` after its checks of the event, for any layout of its text."""
+    import orjson
+
     close = raw.rfind(b"}", s0, e0 - 1)
     if close <= s0 or raw[close + 1:e0 - 1].strip():
         return -1
@@ -141,13 +170,14 @@ def args_close(raw: bytes, ev: dict, s0: int, e0: int) -> int:
 
 def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int, EventCost], device: Any,
           astats: AugmentStats, out: Any, at: int, show: "Progress | None",
-          pre: Mapping[int, tuple[dict, int]] | None = None, base: int = 0,
+          pre: Mapping[int, Hint] | None = None, base: int = 0,
           labels: Mapping[int, Mapping[str, Any]] | None = None) -> int:
     """Write the augmented events ``todo`` (ascending indices; each in ``costs`` or ``labels``) to
     ``out`` with the input bytes between them, starting from ``raw[at:]`` (``at`` -1: from the first
-    event's start); return where the input bytes still to copy begin. ``pre`` has some events
-    already parsed (:func:`parse.preparse`); the spans of event ``i`` are at ``i - base``. An event's
-    label (``launch_op``, ``not_costed``) follows its cost's args, as in :func:`cost_args.augment_event`."""
+    event's start); return where the input bytes still to copy begin. ``pre`` has the :data:`Hint`
+    of some events (taken by :func:`parse.join_range`): those are not parsed again; the spans of
+    event ``i`` are at ``i - base``. An event's label (``launch_op``, ``not_costed``) follows its
+    cost's args, as in :func:`cost_args.augment_event`."""
     # The worker's device is a Roofs: every peak it asks for is in the cache already.
     peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is Roofs else {}
     bandwidth = device_bandwidth(device)
@@ -161,8 +191,10 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
     labels = labels or {}
     label_bodies: dict[int, tuple[Mapping[str, Any], bytes]] = {}  # the labels are shared dicts: encoded once
 
-    def spliced(ev: dict, cost: EventCost | None, label: Mapping[str, Any] | None) -> bytes:
-        """Our args for ``ev`` as the bytes to insert before its args' closing brace."""
+    def spliced(cat: Any, dur: Any, has_args: bool, cost: EventCost | None, label: Mapping[str, Any] | None
+                ) -> bytes:
+        """Our args for an event (its ``cat`` and ``dur`` values, whether its args are non-empty) as
+        the bytes to insert before its args' closing brace."""
         if cost is None:
             astats.events_labelled += 1
             got = label_bodies.get(id(label))
@@ -170,13 +202,13 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
                 got = label_bodies[id(label)] = (label, enc(label)[1:-1])
             inside = got[1]
         elif cost.comm is not None or (cost.memory_roof is not None and cost.memory_roof != "hbm"):
-            inside = enc(other_roof_args(ev, cost, label, device, astats))[1:-1]
+            inside = enc(other_roof_args(cat, dur, cost, label, device, astats))[1:-1]
         else:
-            inside = on_hbm(ev, cost, label)
+            inside = on_hbm(cat, dur, cost, label)
         # after a comma unless the event's args are empty
-        return b"," + inside if ev["args"] else inside
+        return b"," + inside if has_args else inside
 
-    def on_hbm(ev: dict, cost: EventCost, label: Mapping[str, Any] | None) -> bytes:
+    def on_hbm(cat: Any, dur: Any, cost: EventCost, label: Mapping[str, Any] | None) -> bytes:
         """The args of a cost measured against the device's peaks and memory bandwidth, encoded
         without the braces. What does not depend on the event is worked out and encoded once per
         cost (and label): the same bytes as encoding the whole dict, since orjson writes
@@ -185,7 +217,6 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
         if entry is None:
             entry = static[id(cost)] = hbm_entry(cost)
         _c, head, tail, flops, nbytes, head_b, peak, roof, inline, tails = entry
-        cat = ev.get("cat")
         use_device = on_device.get(cat) if type(cat) is str else None
         if use_device is None:
             use_device = device is not None and not (isinstance(cat, str) and cat.lower() in scope_cats)
@@ -195,7 +226,6 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
             peak = None
         elif peak is not None:
             astats.peaks_known = True
-        dur = ev.get("dur")
         if type(dur) is not float or not dur > 0.0 or dur - dur != 0.0:
             dur = evs.number(dur)
             if dur is None or dur <= 0:
@@ -241,7 +271,7 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
 
 def _write_events(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int, EventCost],
                   labels: Mapping[int, Mapping[str, Any]], out: Any, at: int, show: "Progress | None",
-                  pre: Mapping[int, tuple[dict, int]] | None, base: int, spliced: Any, reencoded: Any) -> int:
+                  pre: Mapping[int, Hint] | None, base: int, spliced: Any, reencoded: Any) -> int:
     """:func:`emit`'s walk over the events: ``spliced`` gives the bytes to insert into an event
     whose args come last, ``reencoded`` the whole of any other event."""
     import orjson
@@ -261,16 +291,15 @@ def _write_events(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Ma
         got = pre.get(i) if pre else None
         if got is None:
             ev = loads(raw[s0:e0])
-            close = args_close(raw, ev, s0, e0)
-        else:
-            ev, close = got
+            got = hint_of(raw, ev, s0, e0)
         cost = costs.get(i, no_costs)
         if cost is no_costs:
             cost = None
         label = labels.get(i)
-        if close >= 0:
+        if got is not None:
+            close = got[0]
             out.write(view[at:close])
-            out.write(spliced(ev, cost, label))
+            out.write(spliced(got[1], got[2], got[3], cost, label))
             at = close
         else:
             out.write(view[at:s0])
@@ -283,13 +312,13 @@ def _write_events(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Ma
     return at
 
 
-def other_roof_args(ev: dict, cost: EventCost, label: Mapping[str, Any] | None, device: Any,
+def other_roof_args(cat: Any, dur: Any, cost: EventCost, label: Mapping[str, Any] | None, device: Any,
                     astats: AugmentStats) -> dict[str, Any]:
     """The args of a collective or a copy measured against another roof than HBM (what
-    :func:`cost_args.augment_event` adds for them)."""
-    cat = ev.get("cat")
+    :func:`cost_args.augment_event` adds for them), for an event of these ``cat`` and ``dur``
+    values."""
     use_device = device is not None and not (isinstance(cat, str) and cat.lower() in evs.CPU_SCOPE_CATS)
-    dur = evs.number(ev.get("dur"))
+    dur = evs.number(dur)
     if dur is None or dur <= 0:
         astats.nonpositive_dur += 1
         dur = None

@@ -90,11 +90,12 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: "Pro
         mid = len(starts)
         loads = orjson.loads
         join = CostJoin(load=lambda i: loads(raw[starts[i]:ends[i]]))
-        if not join_range(raw, starts, ends, 0, mid, join):
+        hints: dict = {}  # what rendering needs of the kernels, taken as they are parsed
+        if not join_range(raw, starts, ends, 0, mid, join, 0, hints):
             return None
         clock.mark("indexed")
         if worker is not None:
-            got = _take_worker_index(raw, cut, worker, starts, ends, mid, join, clock)
+            got = _take_worker_index(raw, cut, worker, starts, ends, mid, join, clock, hints)
             if got is None:
                 return None
             end, worker = got
@@ -115,8 +116,8 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: "Pro
         astats.device_name = getattr(device, "name", None) if device is not None else None
         # Freeing the join's index takes a while: done while the worker writes its part.
         output = _Output(raw, starts, ends, mid, costs, device, astats, worker, show, clock, dst.endswith(".gz"),
-                         held=[join], labels=labels)
-        del join
+                         held=[join], labels=labels, hints=hints)
+        del join, hints
         tf.write_atomic(dst, output.write, with_path=True, compress=False)  # write() compresses .gz itself
         clock.mark("renamed")
         worker = output.worker
@@ -166,10 +167,11 @@ def _split(raw: Any, start: int, worker: Worker | None, cut: int | None) -> tupl
 
 
 def _take_worker_index(raw: Any, cut: Any, worker: Worker, starts: Any, ends: Any, mid: int, join: Any,
-                       clock: StageClock) -> tuple[int, Worker | None] | None:
+                       clock: StageClock, hints: dict) -> tuple[int, Worker | None] | None:
     """Append the worker's spans to ``starts``/``ends`` and merge its index into ``join``; if it
-    died, split and parse its part here and close it. Where the events array ends, and the worker if
-    it is still there; None: the layout is not the expected one."""
+    died, split and parse its part here (its kernels' hints into ``hints``) and close it. Where the
+    events array ends, and the worker if it is still there; None: the layout is not the expected
+    one."""
     try:
         got = worker.recv()
     except WorkerGone:
@@ -180,7 +182,7 @@ def _take_worker_index(raw: Any, cut: Any, worker: Worker, starts: Any, ends: An
             return None
         starts.extend(last[0])
         ends.extend(last[1])
-        if not join_range(raw, starts, ends, mid, len(starts), join):
+        if not join_range(raw, starts, ends, mid, len(starts), join, 0, hints):
             return None
         return last[2], None
     if got is None:
@@ -201,7 +203,7 @@ class _Output:
 
     def __init__(self, raw: Any, starts: Any, ends: Any, mid: int, costs: Mapping[int, EventCost], device: Any,
                  astats: AugmentStats, worker: Worker | None, show: "Progress", clock: StageClock, gz_out: bool,
-                 held: list, labels: Mapping[int, Mapping[str, Any]]) -> None:
+                 held: list, labels: Mapping[int, Mapping[str, Any]], hints: dict) -> None:
         self.raw, self.starts, self.ends, self.mid = raw, starts, ends, mid
         self.costs, self.labels, self.device, self.astats = costs, labels, device, astats
         self.todo = sorted(costs.keys() | labels.keys())
@@ -210,10 +212,12 @@ class _Output:
         self.show, self.clock, self.gz_out = show, clock, gz_out
         self.held = held
         """The join's index, freed while the worker writes its part."""
+        self.hints = hints
+        """What rendering needs of the kernels this process parsed (:data:`render.Hint`)."""
 
     def _emit(self, todo: list[int], out: Any, at: int, show: "Progress | None") -> int:
         return emit(self.raw, self.starts, self.ends, todo, self.costs, self.device, self.astats, out, at, show,
-                    labels=self.labels)
+                    self.hints, labels=self.labels)
 
     def write(self, out: Any, path: str) -> None:
         """Write the whole output to ``out`` (the file at ``path``), compressing it for ``.gz``."""

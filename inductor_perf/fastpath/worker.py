@@ -16,7 +16,7 @@ from typing import Any, Callable
 from .. import trace_format as tf
 from ..event_cost import AugmentStats
 from .clock import StageClock
-from .parse import join_range, preparse
+from .parse import join_range
 from .render import Pieces, crc_and_size, emit
 
 log = logging.getLogger(__name__)
@@ -147,9 +147,9 @@ def worker_main(clock: StageClock, raw: bytes, gz: bool, start: int, cut: int, j
                 rx: Any, tx: Any) -> None:
     """In the forked worker: split the events array from ``cut`` (:func:`trace_format.event_cut`)
     to its end, take the number of events before the cut from the parent, index its events under
-    their global numbers in a ``join_type`` (:class:`op_costs.CostJoin`) and send back the spans
-    and the join state (None: the layout is not the expected one); then parse its kernels while the
-    parent finishes the join and, if asked, render the later part of the output with the peaks the
+    their global numbers in a ``join_type`` (:class:`op_costs.CostJoin`), keeping what rendering needs
+    of its kernels (:data:`render.Hint`), and send back the spans and the join state (None: the layout
+    is not the expected one); then, if asked, render the later part of the output with the peaks the
     parent sends and write it into the output file where the parent's part ends (for ``.gz`` output:
     compress it and send it to the parent). :class:`Worker` says what it must not do."""
     clock.mark("worker started")
@@ -164,17 +164,14 @@ def worker_main(clock: StageClock, raw: bytes, gz: bool, start: int, cut: int, j
 
     defer_torch()  # ops that need torch's shape rules go to the parent with the state
     part = join_type(load=lambda i: None)  # never finished here: the parent reads events back
-    if not join_range(raw, starts, ends, 0, len(starts), part, base):
+    pre: dict = {}  # what rendering needs of its kernels, taken as they are parsed
+    if not join_range(raw, starts, ends, 0, len(starts), part, base, pre):
         put(tx, None)
         return
     clock.mark("worker indexed")
     put(tx, (end, starts.tobytes(), ends.tobytes(), part.state()))
-    clock.mark("worker sent index")
-    # While the parent merges and finishes the join: parse the kernels, which most augmented
-    # events are, for the write.
-    pre = preparse(raw, starts, ends, part.kernels, base)
     del part
-    clock.mark("worker pre-parsed kernels")
+    clock.mark("worker sent index")
     job = get(rx)
     if job is None:
         return

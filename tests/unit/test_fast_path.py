@@ -325,6 +325,49 @@ def test_splice_checks_which_object_it_extends(kernel, tmp_path):
     assert evs.KERNEL_FLOP not in json.dumps(fast["traceEvents"][2].get("x", {}))
 
 
+_PAD = b'{"x":[1,2],'  # text before the event, so that positions are absolute ones
+
+
+@pytest.mark.parametrize("event, expected", [
+    # Kineto's layout: the args' closing brace, found by hand (the event's last brace is after it).
+    (b'{"ph":"X","cat":"kernel","dur":4,"args":{"correlation":9}}', 56),
+    (b'{"ph":"X","cat":"kernel","dur":4,\n  "args": {\n "correlation": 9\n  } \n }', 66),
+    # a brace inside a string of the args: still the args' own closing brace
+    (b'{"ph":"X","args":{"s":"a}b"}}', 27),
+    # an escaped quote and an "args" key quoted inside a string of the args
+    (b'{"ph":"X","args":{"s":"\\"args\\":{"}}', 34),
+    # a nested object inside the args
+    (b'{"ph":"X","args":{"a":{"b":1}}}', 29),
+    # "args" as a string value inside the args, after the key: not spliced (re-encoded)
+    (b'{"ph":"X","args":{"s":"args"}}', -1),
+    # the args key written with an escape, holding an "args" member: not spliced
+    (b'{"ph":"X","\\u0061rgs":{"a":1,"args":{"n":1}}}', -1),
+    # args not the last member, args already holding one of our keys, args not an object
+    (b'{"args":{"a":1},"ph":"X"}', -1),
+    (b'{"ph":"X","args":{"roofline_bound":"old"}}', -1),
+    (b'{"ph":"X","args":[1]}', -1),
+])
+def test_args_close_finds_the_args_closing_brace(event, expected):
+    # What the spliced args are inserted before: the position of the args' closing brace in the
+    # whole text, counted by hand in each event above (-1: the event is re-encoded instead).
+    raw = _PAD + event + b"]}"
+    s0, e0 = len(_PAD), len(_PAD) + len(event)
+    ev = json.loads(event)
+    got = R.args_close(raw, ev, s0, e0)
+    assert got == (expected + s0 if expected >= 0 else -1)
+    if expected >= 0:
+        assert raw[got:got + 1] == b"}"
+    hint = R.hint_of(raw, ev, s0, e0)
+    assert hint == ((got, ev.get("cat"), ev.get("dur"), True) if expected >= 0 else None)
+
+
+def test_hint_of_empty_args():
+    # Empty args: our args go in without a comma before them.
+    event = b'{"ph":"X","cat":"kernel","dur":2.5,"args":{}}'
+    raw = _PAD + event
+    assert R.hint_of(raw, json.loads(event), len(_PAD), len(raw)) == (len(_PAD) + 43, "kernel", 2.5, False)
+
+
 def test_fast_path_never_imports_torch(generated, tmp_path):
     # Offline augment resolves the GPU row and its peaks by dtype name: torch (0.9 s to import)
     # must stay out of the process once the ops' signatures are cached (a signature seen for the
@@ -401,7 +444,7 @@ def test_stream_stats_carry_the_worker_rss_and_stage_marks(generated, tmp_path, 
     assert main[:4] == ["read", "split", "indexed", "received the worker's index" if processes else "joined"]
     assert main[-1] == "renamed"
     assert worker == ([
-        "worker started", "worker split", "worker indexed", "worker sent index", "worker pre-parsed kernels",
+        "worker started", "worker split", "worker indexed", "worker sent index",
         "worker got costs", "worker rendered its part",
         "worker compressed its part" if ext.endswith(".gz") else "worker wrote its part"] if processes else [])
     for who in ("main", "worker"):
@@ -577,7 +620,7 @@ def test_worker_never_logs(generated, tmp_path, processes):
     assert (s_fast.worker_maxrss_kb is not None) == processes
     worker_marks = [m for m in messages if m.startswith("fast path [worker]")]
     assert [m.rsplit(": ", 1)[1] for m in worker_marks] == ([
-        "worker started", "worker split", "worker indexed", "worker sent index", "worker pre-parsed kernels",
+        "worker started", "worker split", "worker indexed", "worker sent index",
         "worker got costs", "worker rendered its part", "worker wrote its part"] if processes else [])
     assert any(m.startswith("fast path [main]") for m in messages)
 
