@@ -291,6 +291,12 @@ class LaunchIndex:
             if type(name) is str and name in GRAPH_LAUNCHES:
                 self.graph_launches.add(i)
             return None
+        self.add_scope(i, kind, args)
+        return kind, args
+
+    def add_scope(self, i: int, kind: int, args: dict) -> None:
+        """:meth:`index`'s end for a CPU scope (:data:`OP` or :data:`SCOPE`) event ``i`` of these
+        ``args``, once it is in :attr:`by_thread` (the streaming summary's fused loop calls it too)."""
         self.is_scope.add(i)
         if kind == OP:
             self.stats.cpu_ops += 1
@@ -302,7 +308,6 @@ class LaunchIndex:
                     self.stats.duplicate_external_ids += 1
                 else:
                     self.ext_to_op[k] = i
-        return kind, args
 
     def state(self) -> tuple:
         """What :meth:`index` recorded, as plain containers (picklable): another process's index

@@ -20,7 +20,7 @@ from array import array
 from typing import Any
 
 from . import events as evs
-from .launch_join import COPY, GRAPH_LAUNCHES, KERNEL, OP, RUNTIME, _cat_kind, _k, copy_of
+from .launch_join import COPY, GRAPH_LAUNCHES, KERNEL, RUNTIME, _cat_kind, _k, copy_of
 from .summary_comm import HOST_PREFIXES
 from .summary_kernels import _Ev, _hashable
 
@@ -67,7 +67,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
     order; the index after the last one. ``routes``: :func:`_route` by category, filled here."""
     cost, other, later = join.cost, seen.add_other, join.flows_later.append
     jkernels, copies, by_thread, runtime_by_corr = join.kernels, join.copies, join.by_thread, join.runtime_by_corr
-    graph_launches, new_columns, scope = join.graph_launches, evs.new_columns, _index_scope
+    graph_launches, new_columns, scope = join.graph_launches, evs.new_columns, join.add_scope
     kernels, kindex, kcorr = seen.kernels.append, seen.kernel_index.append, seen.kernel_corr.append
     knames, host = seen._kernel_names, _take_host
     drop, no_args, leaf, (m0, m1, m2), kf, kgb = _DROP_ARGS, _NO_ARGS, _LEAF, _MARKS, evs.KERNEL_FLOP, evs.KERNEL_NUM_GB
@@ -132,7 +132,8 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
                 if name in GRAPH_LAUNCHES:
                     graph_launches.add(i)
             else:
-                scope(join, i, ev, jk, args)
+                scope(i, jk, args)  # LaunchIndex.index's end for a scope, then its cost
+                cost(i, ev, jk, args)
         # --- the pass (_Pass.add)
         if not pc:
             i += 1
@@ -199,21 +200,3 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
             seen.graph_launches = True
     elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
         seen.steps.append(_Ev(name, cat, pt[0], pt[1], ts, dur, args))
-
-
-
-def _index_scope(join: Any, i: int, ev: dict, kind: int, args: dict) -> None:
-    """The end of ``LaunchIndex.index`` for a CPU scope (``OP`` or another scope) event ``i``, then
-    ``CostJoin.cost`` of it."""
-    join.is_scope.add(i)
-    if kind == OP:
-        join.stats.cpu_ops += 1
-        ext = args.get("External id")
-        if ext is not None:
-            k = ext if type(ext) is int else _k(ext)
-            if k in join.ext_to_op:
-                join.dup_ext.add(k)
-                join.stats.duplicate_external_ids += 1
-            else:
-                join.ext_to_op[k] = i
-    join.cost(i, ev, kind, args)
