@@ -20,9 +20,13 @@ from __future__ import annotations
 
 import contextlib
 import re
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
-import torch
+if TYPE_CHECKING:  # pragma: no cover
+    import torch
+
+# torch is imported where a range is opened, not here: the range names' parsers serve the offline
+# diff (inductor_perf.comparison.units), which reads JSON and never needs torch (~1.3 s to import).
 
 MODULE_PREFIX = "## inductor_perf module="
 STEP_PREFIX = "## inductor_perf step="
@@ -74,6 +78,8 @@ def parse_phase_range(name: str) -> str | None:
 
 @contextlib.contextmanager
 def _fast_range(name: str) -> Iterator[None]:
+    import torch
+
     if not torch.autograd.profiler._is_profiler_enabled:
         yield
         return
@@ -98,6 +104,8 @@ def phase_range(phase: str) -> contextlib.AbstractContextManager[None]:
 def module_ranges(model: torch.nn.Module) -> Iterator[int]:
     """Open a profiler range around every module call of ``model`` for the block; yields the number
     of modules hooked. The hooks are removed on exit, also when the block raises."""
+    import torch
+
     record = torch._C._profiler._RecordFunctionFast
     profiler = torch.autograd.profiler
     # One stack for all modules: calls nest strictly, so the post hook closes the range its own pre

@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Mapping
 
-import torch
-
 from .tags import GraphTags
+
+# torch is imported by wrap_callable (at compile time, where it is loaded already), not here: the
+# marker parsers serve the offline joins and diff, which read JSON and never need torch.
 
 MARKER_PREFIX = "## inductor_perf graph="
 _MARKER_RE = re.compile(r"^## inductor_perf graph=(\d+) (fwd|bwd)(?: sym=([^ ]*))? ##$")
@@ -87,6 +88,8 @@ CALL_HOOK = CallHook()
 def wrap_callable(fn: Callable[[Any], Any], graph: GraphTags) -> Callable[[Any], Any]:
     """``fn`` (a compiled graph's boxed callable) emitting a marker when a profiler is on."""
     instance_id, is_backward = graph.instance_id, graph.is_backward
+    import torch
+
     static_name = marker_name(instance_id, is_backward) if not graph.symbol_locators else None
     record = torch._C._profiler._RecordFunctionFast
     profiler = torch.autograd.profiler

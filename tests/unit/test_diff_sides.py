@@ -222,3 +222,22 @@ def test_diff_traces_of_dicts_is_unchanged():
     """The dict entry point still cuts whole traces (no aggregation): one unit per call."""
     c = diff_traces(eager_steps(), eager_steps(), by="op")
     assert c.row("aten::mm").a_count == 1 and c.row("aten::mm").a_us == pytest.approx(6.0)
+
+
+def test_diff_never_imports_torch(tmp_path):
+    """A diff reads JSON: torch (~1.3 s to import, in each of its two processes) stays out once the
+    ops' signatures are cached (a signature seen for the first time may need torch's shape rules:
+    warmed here first, in the session's cache directory)."""
+    import subprocess
+    import sys
+
+    a, b = GPU[0], GPU[1]
+    diff_files(a, b, by="op", engine="stream")
+    code = ("import sys\n"
+            "from inductor_perf.cli import main\n"
+            f"assert main(['diff', {a!r}, {b!r}, '--engine', 'stream', '--format', 'json']) == 0\n"
+            "print('torch' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip().splitlines()[-1] == "False"
+    assert json.loads("\n".join(r.stdout.strip().splitlines()[:-1]))["rows"]
