@@ -178,7 +178,11 @@ class CostJoin(LaunchIndex):
     def cost(self, i: int, ev: dict, kind: int, args: dict) -> None:
         """The costing half of :meth:`add`, for what :meth:`index` returned (a hot loop calls the
         two itself: one Python call less per event)."""
-        name = ev.get("name")
+        self.cost_of(i, ev.get("name"), kind, args, ev.get("ts"))
+
+    def cost_of(self, i: int, name: Any, kind: int, args: dict, ts: Any = None) -> None:
+        """:meth:`cost` of an event given by its name, start (read only for fbgemm's TBE ops) and args,
+        for a caller that has read them already (:mod:`inductor_perf.summary_pass`)."""
         if kind == KERNEL:
             if _KF in args or _KGB in args:
                 pre = _precost(args)
@@ -200,7 +204,7 @@ class CostJoin(LaunchIndex):
                 self.comm_scopes[i] = ("nccl_annotation" if name != RPC_NAME else RPC_NAME, info)
             return
         if role is _TBE or role is _TBE_NO_COST:
-            self._note_tbe(i, ev, name, args)
+            self._note_tbe(i, ts, name, args)
         if role is _NO_COST or role is _TBE_NO_COST:
             result = None
         else:
@@ -267,9 +271,10 @@ class CostJoin(LaunchIndex):
         else:
             self.failed[i] = result
 
-    def _note_tbe(self, i: int, ev: dict, name: str, args: dict) -> None:
-        """Keep what pairing a backward TBE node with its forward needs (:meth:`_pair_tbe`)."""
-        ts = number(ev.get("ts"))
+    def _note_tbe(self, i: int, ts: Any, name: str, args: dict) -> None:
+        """Keep what pairing a backward TBE node with its forward needs (:meth:`_pair_tbe`); ``ts``:
+        the op's start as the trace has it."""
+        ts = number(ts)
         if ts is None:
             return
         if embedding_forward_key(name) is not None:

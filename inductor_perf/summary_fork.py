@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterator
 
 from .errors import TraceFormatError
 from .fastpath.clock import StageClock
-from .fastpath.worker import Worker
-from .summary_windows import Windows, _Layout
+from .fastpath.worker import Worker, WorkerGone, put
+from .summary_windows import Windows, _Layout, envelope_decoder
 
 log = logging.getLogger(__name__)
 
@@ -138,8 +138,10 @@ def start_worker(events: Windows, light: bool, read_part: Callable[[Windows], It
         return None
     for name in ("orjson", "inductor_perf.op_costs", "inductor_perf.op_meta"):
         importlib.import_module(name)  # before the fork: the worker imports nothing (Worker's rules)
+    envelope_decoder()  # msgspec too, where it is installed
     try:
-        worker = Worker(_worker_main, StageClock(), events.raw, events.path, events.window, cut, read_part)
+        worker = Worker(_worker_main, StageClock(), events.raw, events.path, events.window, events.typed, cut,
+                        read_part)
     except OSError as e:
         log.info("no summary worker (%s); reading in one process", e)
         return None
@@ -147,13 +149,13 @@ def start_worker(events: Windows, light: bool, read_part: Callable[[Windows], It
     return PassWorker(worker, cut)
 
 
-def _worker_main(clock: StageClock, raw: Any, path: str, window: int, cut: int,
+def _worker_main(clock: StageClock, raw: Any, path: str, window: int, typed: bool, cut: int,
                  read_part: Callable[[Windows], Iterator[Any]], rx: Any, tx: Any) -> None:
     """In the forked worker: ``read_part`` over the windows from ``cut``; each part it yields is sent
     as it comes, then the end; or the error its windows raised (a TraceFormatError's message; the
     layout is not the engine's). Exits at once after the end: freeing what it kept would only delay
     giving its memory back."""
-    parts = read_part(Windows(raw, path, window, begin=cut - 1))
+    parts = read_part(Windows(raw, path, window, begin=cut - 1, typed=typed))
     try:
         first = next(parts)
     except TraceFormatError as e:

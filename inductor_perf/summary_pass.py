@@ -3,6 +3,11 @@ fed to the cost join (:meth:`LaunchIndex.index <inductor_perf.launch_join.Launch
 :meth:`CostJoin.cost <inductor_perf.op_costs.CostJoin.cost>`) and to the pass
 (``summary_stream._Pass.add``), fused into one loop.
 
+A batch is a window's events as orjson's dicts or as msgspec's envelopes
+(:func:`~inductor_perf.summary_windows.decode_envelopes`: the members below decoded, the args decoded
+here by orjson; an event not taken here is read whole again by ``Windows.load``). A diff's streamed
+side takes the same loop (its host events kept by ``comparison.sides._Kept`` in the place of the pass).
+
 Both read the same fields of a complete event (category, start, duration, args, name, pid, tid) and
 validate them each their own way; here each field is fetched once, the category is classified once
 for both (:func:`_route`, remembered per category string), and what the two would record is recorded
@@ -17,7 +22,7 @@ from __future__ import annotations
 
 import re
 from array import array
-from typing import Any
+from typing import Any, Callable
 
 from . import events as evs
 from .launch_join import COPY, GRAPH_LAUNCHES, KERNEL, RUNTIME, _cat_kind, _k, copy_of
@@ -46,10 +51,25 @@ _MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
 
 _BIG = 1 << 1000
 """Ints of at most this size become floats without overflow."""
+_INT_LO, _INT_HI = -(1 << 63), 1 << 64
+"""The ints orjson reads as ints (it reads a larger one as a float; msgspec as an int)."""
+
+
+def _decoding() -> tuple[Callable[[Any], Any], Any]:
+    """(``orjson.loads``, the value of an envelope's missing member)."""
+    import orjson
+
+    from .summary_windows import envelope_decoder
+
+    got = envelope_decoder()
+    return orjson.loads, got[2] if got is not None else None
 
 # What the pass does with a category (_route's second item): nothing ("trace"), a device event kept
 # as a kernel, another device-side event (counted in the window only), a host event, a runtime call.
 _P_NONE, _P_KERNEL, _P_DEVICE, _P_HOST, _P_RUNTIME = 0, 1, 2, 3, 4
+UNIT = 5
+"""What a diff's side does with a category (its ``_classify``): keep the complete event for its units
+(:class:`inductor_perf.comparison.sides._Kept`), whatever its duration."""
 
 
 def _route(cat: str, seen: Any) -> tuple[int, int]:
@@ -61,35 +81,44 @@ def _route(cat: str, seen: Any) -> tuple[int, int]:
     return _cat_kind(cat), cls
 
 
-def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tuple[int, int]]) -> int:
+def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tuple[int, int]],
+               load: Callable[[int], Any] | None = None) -> int:
     """Feed ``batch``'s events, numbered from ``i``, to ``join`` (a ``CostJoin``) and ``seen`` (a
-    ``_Pass``) as ``join.index`` / ``join.cost`` and ``seen.add`` / ``seen.add_other`` would, in
-    order; the index after the last one. ``routes``: :func:`_route` by category, filled here."""
-    cost, other, later = join.cost, seen.add_other, join.flows_later.append
-    jkernels, copies, by_thread, runtime_by_corr = join.kernels, join.copies, join.by_thread, join.runtime_by_corr
-    graph_launches, new_columns, scope = join.graph_launches, evs.new_columns, join.add_scope
-    kernels, kindex, kcorr = seen.kernels.append, seen.kernel_index.append, seen.kernel_corr.append
-    knames, host = seen._kernel_names, _take_host
-    drop, no_args, leaf, (m0, m1, m2), kf, kgb = _DROP_ARGS, _NO_ARGS, _LEAF, _MARKS, evs.KERNEL_FLOP, evs.KERNEL_NUM_GB
+    ``_Pass``, or a diff's side: ``comparison.sides._Kept``) as ``join.index`` / ``join.cost`` and
+    ``seen.add`` / ``seen.add_other`` would, in order; the index after the last one. ``routes``:
+    :func:`_route` by category, filled here. ``load``: the batch is envelopes, and ``load(i)`` reads
+    event ``i`` whole (``Windows.load``), for the events not taken here."""
+    cost, other, later, scope = join.cost_of, seen.add_other, join.flows_later.append, join.add_scope
+    by_thread, runtime_by_corr, graph_launches = join.by_thread, join.runtime_by_corr, join.graph_launches
+    new_columns, host, (m0, m1, m2) = evs.new_columns, _take_host, _MARKS
+    typed = load is not None
+    loads, unset = _decoding()
     n_kernels = used = 0
     lo, hi = float("inf"), float("-inf")
     for ev in batch:
-        if type(ev) is not dict:
+        if typed:  # an envelope: its args decoded here (a flow has none)
+            ph, args = ev.ph, ev.args
+            args = loads(memoryview(args)) if args is not unset and (ph == "X" or not seen.costed) else None
+        elif type(ev) is dict:
+            ph, args = ev.get("ph"), ev.get("args")
+        else:
             other(ev)
             i += 1
             continue
-        ph = ev.get("ph")
         if ph != "X":
             if ph == "s" or ph == "f":
                 later(i)
-            if not seen.costed:  # add_other's cost marks, inline
-                a = ev.get("args")
-                if isinstance(a, dict) and (m0 in a or m1 in a or m2 in a):
-                    seen.costed = True
+            if not seen.costed and isinstance(args, dict) and (m0 in args or m1 in args or m2 in args):
+                seen.costed = True  # add_other's cost marks, inline
             i += 1
             continue
-        cat, ts, dur, args = ev.get("cat"), ev.get("ts"), ev.get("dur"), ev.get("args")
-        name, pid, tid = ev.get("name"), ev.get("pid"), ev.get("tid")
+        if typed:
+            cat, ts, dur, name, pid, tid = ev.cat, ev.ts, ev.dur, ev.name, ev.pid, ev.tid
+            if (type(pid) is int and not _INT_LO <= pid < _INT_HI) or (type(tid) is int and not _INT_LO <= tid < _INT_HI):
+                pid = None  # an int orjson reads as a float: the event is read whole below
+        else:
+            cat, ts, dur, name = ev.get("cat"), ev.get("ts"), ev.get("dur"), ev.get("name")
+            pid, tid = ev.get("pid"), ev.get("tid")
         # whole microseconds (older Kineto): floats, as both convert them
         ts = float(ts) if type(ts) is int and -_BIG < ts < _BIG else ts
         dur = float(dur) if type(dur) is int and -_BIG < dur < _BIG else dur
@@ -99,7 +128,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
         if (route is None or type(ts) is not float or type(dur) is not float or type(args) is not dict
                 or type(name) is not str or ts - ts != 0.0 or dur - dur != 0.0
                 or (type(pid) is not int and type(pid) is not str) or (type(tid) is not int and type(tid) is not str)):
-            _by_methods(join, seen, i, ev)
+            _by_methods(join, seen, i, load(i) if typed else ev)
             i += 1
             continue
         jk, pc = route
@@ -109,15 +138,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
         pt = (pid, tid)
         jdur = dur if dur > 0.0 else 0.0  # the join's duration: 0 for a zero or negative one
         if jk == KERNEL or jk == COPY:
-            corr = args.get("correlation")
-            jkernels[i] = (corr if type(corr) is int else _k(corr) if corr is not None else None,
-                           args.get("External id"), jdur)
-            if jk == COPY:
-                copies[i] = copy_of(name, args)
-            else:
-                n_kernels += 1
-                if kf in args or kgb in args or name.find("ccl", 0, 24) >= 0:
-                    cost(i, ev, jk, args)  # a precost or a collective: the rest of cost() does nothing
+            n_kernels += _index_device(join, i, jk, name, args, ts, jdur)
         elif jk >= 0:
             cols = by_thread.get(pt)
             if cols is None:
@@ -133,9 +154,13 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
                     graph_launches.add(i)
             else:
                 scope(i, jk, args)  # LaunchIndex.index's end for a scope, then its cost
-                cost(i, ev, jk, args)
+                cost(i, name, jk, args, ts)
         # --- the pass (_Pass.add)
         if not pc:
+            i += 1
+            continue
+        if pc == UNIT:  # a diff's side (sides._Kept), which keeps zero durations too
+            seen.unit(i, name, cat, pid, tid, ts, dur, args)
             i += 1
             continue
         if not dur > 0.0:
@@ -148,12 +173,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
         if ts + dur > hi:
             hi = ts + dur
         if pc == _P_KERNEL:
-            slim = no_args if args.keys() <= drop else {k: v for k, v in args.items() if k not in drop}
-            k = _Ev(knames.setdefault(name, name), cat, pid, tid, ts, dur, slim)
-            k.children = leaf  # a device event nests nothing: no list per kernel
-            kernels(k)
-            kindex(i)
-            kcorr(args.get("correlation"))
+            _keep_kernel(seen, i, name, cat, pid, tid, ts, dur, args)
         elif pc >= _P_HOST:
             host(seen, pt, name, cat, ts, dur, args, pc)
         i += 1
@@ -161,6 +181,31 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
     seen.used += used
     seen.w0, seen.w1 = min(seen.w0, lo), max(seen.w1, hi)
     return i
+
+
+def _index_device(join: Any, i: int, jk: int, name: str, args: dict, ts: float, jdur: float) -> int:
+    """``LaunchIndex.index`` (and ``CostJoin.cost``) of device event ``i``, a kernel or a copy (``jk``)
+    with plain fields: 1 for a kernel (counted), 0 for a copy."""
+    corr = args.get("correlation")
+    join.kernels[i] = (corr if type(corr) is int else _k(corr) if corr is not None else None,
+                       args.get("External id"), jdur)
+    if jk == COPY:
+        join.copies[i] = copy_of(name, args)
+        return 0
+    if evs.KERNEL_FLOP in args or evs.KERNEL_NUM_GB in args or name.find("ccl", 0, 24) >= 0:
+        join.cost_of(i, name, jk, args, ts)  # a precost or a collective: the rest of cost() does nothing
+    return 1
+
+
+def _keep_kernel(seen: Any, i: int, name: str, cat: str, pid: Any, tid: Any, ts: float, dur: float,
+                 args: dict) -> None:
+    """The end of ``_Pass.add`` for a device event with plain fields and a positive duration."""
+    slim = _NO_ARGS if args.keys() <= _DROP_ARGS else {k: v for k, v in args.items() if k not in _DROP_ARGS}
+    k = _Ev(seen._kernel_names.setdefault(name, name), cat, pid, tid, ts, dur, slim)
+    k.children = _LEAF  # a device event nests nothing: no list per kernel
+    seen.kernels.append(k)
+    seen.kernel_index.append(i)
+    seen.kernel_corr.append(args.get("correlation"))
 
 
 def _by_methods(join: Any, seen: Any, i: int, ev: dict) -> None:

@@ -322,11 +322,17 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
     same state, faster), else by the methods themselves, event by event (what the tests compare it to)."""
     index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
     routes: dict[str, tuple[int, int]] = {}
+    if not fused:
+        events.typed = False  # the methods take dicts
     for batch in events:
         if seen.costed:
             # an augmented trace's costs are its own (summary_stream_finish._costs): the join's
-            # are never read, so the rest of the file skips it
+            # are never read, so the rest of the file skips it (and is read as dicts, which _Pass.add takes)
+            events.typed = False
+            enveloped = events.enveloped
             for ev in batch:
+                if enveloped:
+                    ev = events.load(i)
                 if type(ev) is dict and ev.get("ph") == "X":
                     take(i, ev)
                 else:
@@ -336,7 +342,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
                 stage(f"summarizing: {i:,} events read")
             continue
         if fused:
-            i = read_batch(batch, i, join, seen, routes)
+            i = read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None)
         else:
             for ev in batch:
                 if type(ev) is dict and ev.get("ph") == "X":
@@ -404,7 +410,7 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
     from .summary_stream_finish import finish
 
     with mapped_text(path) as raw, tf.gc_paused():
-        events = Windows(raw, path)
+        events = Windows(raw, path, typed=True)
         worker = start_worker(events, light, _worker_part)
         try:
             join = CostJoin(events.load)
@@ -431,7 +437,7 @@ def _take(worker: Any, events: Windows, join: Any, seen: _Pass, i: int, stage: C
     parts = worker.receive()  # raises the worker's TraceFormatError / _Layout
     if parts is None:
         log.warning("the summary worker failed; reading its part of the trace here")
-        rest = Windows(events.raw, events.path, events.window, begin=worker.cut - 1)
+        rest = Windows(events.raw, events.path, events.window, begin=worker.cut - 1, typed=events.typed)
         end = _read(rest, join, seen, i, stage)
         events.adopt(rest.part(), i)
         return end

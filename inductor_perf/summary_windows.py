@@ -1,9 +1,9 @@
 """Reading a trace file's ``traceEvents`` array in windows of text for the streaming summary
 (:mod:`inductor_perf.summary_stream`) and the streamed side of a diff
 (:mod:`inductor_perf.comparison.sides`): the file mapped read-only (:func:`mapped_text`; a ``.gz``
-decompressed to a temporary file first), each window parsed by orjson as one array, its pages given
-back to the kernel once parsed, and one event parsed again by its index when the cost join asks
-(:meth:`Windows.load`).
+decompressed to a temporary file first), each window parsed as one array (by msgspec into event
+envelopes, :func:`decode_envelopes`, or by orjson into dicts), its pages given back to the kernel
+once parsed, and one event parsed again by its index when the cost join asks (:meth:`Windows.load`).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import os
 import re
 import tempfile
 import zlib
+from functools import lru_cache
 from typing import Any, Iterator
 
 from . import trace_format as tf
@@ -26,6 +27,52 @@ WINDOW_BYTES = 4 << 20
 
 class _Layout(Exception):
     """The text is not in the layout this engine reads: the caller loads the whole trace."""
+
+
+# --- Decoding a window into envelopes --------------------------------------------------------------
+MEMBERS = ("ph", "cat", "name", "pid", "tid", "ts", "dur")
+"""The members of an event an envelope holds besides its ``args``: all that the readers of envelopes
+(:func:`inductor_perf.summary_pass.read_batch`) take of an event; the rest of it is read back from
+the text when needed (:meth:`Windows.load`: a flow's id)."""
+
+
+@lru_cache(maxsize=None)
+def envelope_decoder() -> tuple[Any, Any, Any] | None:
+    """(the decoder of a window's text as a list of envelopes, its error type, ``msgspec.UNSET``: the
+    value of a member the event lacks); None without msgspec. An envelope holds :data:`MEMBERS`
+    decoded and ``args`` as its undecoded text (a ``msgspec.Raw``: ``orjson.loads(memoryview(raw))``
+    gives the dict ``orjson`` gives); every other member is skipped unread."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    unset = msgspec.UNSET
+    envelope = msgspec.defstruct("Envelope", [*((m, Any, unset) for m in MEMBERS), ("args", msgspec.Raw, unset)],
+                                 gc=False)
+    return msgspec.json.Decoder(list[envelope]), msgspec.DecodeError, unset
+
+
+def decode_envelopes(text: bytes) -> list[Any] | None:
+    """The events of ``text`` (one JSON array) as envelopes (:func:`envelope_decoder`); None when
+    msgspec is missing or the text does not decode so (not JSON, an element that is not an object):
+    the caller parses it with orjson.
+
+    Most of a Kineto window's text is what no reader of the pass takes (flows' ids, kernels' launch
+    configurations...): skipped unread, and with only the complete events' args decoded afterwards,
+    a window costs less than half of parsing it whole (docs/summary-engines.md).
+
+    >>> [(e.ph, e.name, e.ts, bytes(e.args)) for e in decode_envelopes(
+    ...     b'[{"ph": "X", "name": "k", "ts": 1.5, "grid": [1], "args": {"correlation": 3}}]')]
+    [('X', 'k', 1.5, b'{"correlation": 3}')]
+    """
+    got = envelope_decoder()
+    if got is None:
+        return None
+    decoder, error, _ = got
+    try:
+        return decoder.decode(text)
+    except error:
+        return None
 
 
 # --- Reading the file in windows -------------------------------------------------------------------
@@ -87,7 +134,7 @@ def _release(raw: Any, lo: int, hi: int) -> None:
 
 class Windows:
     """The events of the ``traceEvents`` array of ``raw``, a window of about :data:`WINDOW_BYTES`
-    at a time (:meth:`__iter__` yields each as a parsed list; afterwards :attr:`header` is the trace's
+    at a time (:meth:`__iter__` yields each as a parsed list: dicts, or with ``typed`` envelopes; afterwards :attr:`header` is the trace's
     object with ``traceEvents`` empty), and :meth:`load` to parse one event again by its index.
 
     Each window's text is parsed as one array, so its events are exactly the array's elements; the
@@ -101,8 +148,14 @@ class Windows:
     reads its events too."""
 
     def __init__(self, raw: Any, path: str, window: int = WINDOW_BYTES, *, begin: int | None = None,
-                 stop: int | None = None) -> None:
+                 stop: int | None = None, typed: bool = False) -> None:
         self.raw, self.path, self.window = raw, path, window
+        self.typed = typed
+        """Windows yielded as envelopes (:func:`decode_envelopes`) where msgspec decodes them, else as
+        orjson's dicts; may be changed between windows (the pass stops once a trace shows costs of
+        its own)."""
+        self.enveloped = False
+        """Whether the window last yielded is envelopes."""
         self.start = tf.events_array_start(raw, unique=False)
         if self.start is None:
             raise _Layout()
@@ -156,10 +209,15 @@ class Windows:
                 body_end = cut.start() + 1
             if tf.events_key_in(raw, pos, body_end):
                 raise _Layout()
-            try:
-                parsed = orjson.loads(b"[" + raw[pos:body_end] + b"]") if body_end > pos else []
-            except orjson.JSONDecodeError:
-                raise _Layout() from None
+            text = b"[" + raw[pos:body_end] + b"]" if body_end > pos else b"[]"
+            parsed = decode_envelopes(text) if self.typed else None
+            self.enveloped = parsed is not None
+            if parsed is None:
+                try:
+                    parsed = orjson.loads(text)
+                except orjson.JSONDecodeError:
+                    raise _Layout() from None
+            del text
             self.firsts.append(count)
             self.sizes.append(len(parsed))
             self.bounds.append((pos, body_end, cut.end() if cut is not None else None))

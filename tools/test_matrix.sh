@@ -72,7 +72,7 @@ prepare() {  # VERSION: build its venv once, point it at this checkout; one at a
     rm -rf "$venv"
     "$PY" -m venv "$venv" \
       && "$venv/bin/pip" install -q --disable-pip-version-check "torch==$v" \
-           "pytest>=7" "hypothesis>=6" "orjson>=3.9" "typing-extensions>=4.8" "matplotlib>=3.7" "setuptools>=70.1,<82" \
+           "pytest>=7" "hypothesis>=6" "orjson>=3.9" "msgspec>=0.18" "typing-extensions>=4.8" "matplotlib>=3.7" "setuptools>=70.1,<82" \
       || { echo "$v: venv build failed"; return 1; }
     touch "$venv/.ready-$v"
   fi
@@ -80,10 +80,14 @@ prepare() {  # VERSION: build its venv once, point it at this checkout; one at a
   # --no-deps keeps the venv's torch.
   "$venv/bin/pip" install -q --disable-pip-version-check --no-deps --no-build-isolation -e . >/dev/null \
     || { echo "$v: pip install -e . failed"; return 1; }
-  # Core dependencies added after a venv was built (matplotlib: the report page's chart).
+  # Core dependencies added after a venv was built (matplotlib: the report page's chart; msgspec: the
+  # streaming summary's windows).
   "$venv/bin/python" -c "import matplotlib" 2>/dev/null \
     || "$venv/bin/pip" install -q --disable-pip-version-check "matplotlib>=3.7" \
     || { echo "$v: pip install matplotlib failed"; return 1; }
+  "$venv/bin/python" -c "import msgspec" 2>/dev/null \
+    || "$venv/bin/pip" install -q --disable-pip-version-check "msgspec>=0.18" \
+    || { echo "$v: pip install msgspec failed"; return 1; }
 }
 
 tier() {  # VERSION: run the tier in its venv

@@ -9,7 +9,8 @@ file's size, so only that crosses between processes. A large file (``engine="aut
 :data:`~inductor_perf.summary_stream.STREAM_MIN_BYTES` of JSON text or more) is read as the
 streaming summary reads it (:class:`summary_stream.Windows`: orjson windows of the mapped text):
 only its host events are kept, slimmed to the args units read, while the cost join sees every
-event, as :func:`inductor_perf.summary_raw.with_costs` costs a loaded trace. Anything that engine
+event, as :func:`inductor_perf.summary_raw.with_costs` costs a loaded trace (both fed by the
+summary's fused per-event loop, :func:`inductor_perf.summary_pass.read_batch`). Anything that engine
 does not take (no orjson, another layout, NaN literals) is loaded whole, as before.
 """
 
@@ -96,47 +97,73 @@ def _streamed_side(path: str) -> tuple[TraceUnits, str | None] | None:
 
 def _stream(path: str) -> tuple[TraceUnits, str | None]:
     from ..op_costs import CostJoin
+    from ..summary_pass import read_batch
     from ..summary_stream import Windows, mapped_text
 
     with mapped_text(path) as raw, tf.gc_paused():
-        windows = Windows(raw, path)
+        windows = Windows(raw, path, typed=True)
         join = CostJoin(windows.load)
-        index, cost, later = join.index, join.cost, join.flows_later
-        host: list[tuple[int, dict, float, float]] = []
-        host_cats: dict[str, bool] = {}  # category -> whether units read it
-        costed = marked = False
+        kept = _Kept()
+        routes: dict[str, tuple[int, int]] = {}
         i = 0
         for batch in windows:
-            for ev in batch:
-                if type(ev) is dict:
-                    args = ev.get("args")
-                    if not costed and type(args) is dict and (_MARKS[0] in args or _MARKS[1] in args
-                                                              or _MARKS[2] in args):
-                        costed = True
-                    ph = ev.get("ph")
-                    if ph == "X":
-                        got = index(i, ev)
-                        if got is not None:
-                            cost(i, ev, *got)
-                        cat = ev.get("cat")
-                        if type(cat) is str:
-                            keep = host_cats.get(cat)
-                            if keep is None:
-                                keep = host_cats[cat] = cat.lower() in HOST_CATS
-                            if keep:
-                                slim = _host_event(i, ev, cat, args)
-                                if slim is not None:
-                                    host.append(slim)
-                                    marked = marked or slim[1]["name"].startswith(MARKER_PREFIX)
-                    elif ph in ("s", "f"):
-                        later.append(i)
-                i += 1
-        batch = ev = None  # noqa: F841 (the last window, freed before the costs are placed)
-        note = _place_costs(join, costed, marked, host, i, windows.header or {})
+            # the summary's fused loop: the cost join sees every event, _Kept the host events
+            i = read_batch(batch, i, join, kept, routes, windows.load if windows.enveloped else None)
+        batch = None  # the last window, freed before the costs are placed
+        note = _place_costs(join, kept.costed, kept.marked, kept.host, i, windows.header or {})
         del join
         # still without the cyclic GC: cutting units makes an object or more per host event, and
         # each collection would walk the host events again (~4 s of a 1M-event side)
-        return aggregate_units(units_from_events(host)), note
+        return aggregate_units(units_from_events(kept.host)), note
+
+
+class _Kept:
+    """What a side keeps of a trace's events, fed by the streaming summary's fused loop
+    (:func:`~inductor_perf.summary_pass.read_batch`) in the place of its ``_Pass``: each complete host
+    event that cutting units reads, slimmed (:func:`_host_event`), whether the trace is costed (an
+    event's args carry a cost mark) and whether it has our graph markers. The loop hands it those
+    events through :meth:`unit` (the others through :meth:`add` / :meth:`add_other`, as the dicts
+    they are); it keeps no device event."""
+
+    def __init__(self) -> None:
+        from ..summary_pass import UNIT
+
+        self.host: list[tuple[int, dict, float, float]] = []
+        self.costed = self.marked = False
+        self._unit, self._cats = UNIT, {}
+        self.used, self.w0, self.w1 = 0, float("inf"), float("-inf")  # what the loop adds up (unread here)
+
+    def _classify(self, cat: str) -> int:
+        """:data:`~inductor_perf.summary_pass.UNIT` for a category units are cut from, else 0 (nothing)."""
+        c = self._cats.get(cat)
+        if c is None:
+            c = self._cats[cat] = self._unit if cat.lower() in HOST_CATS else 0
+        return c
+
+    def unit(self, i: int, name: str, cat: str, pid: Any, tid: Any, ts: float, dur: float, args: dict) -> None:
+        """Keep complete event ``i`` (its fields Kineto's plain types: :func:`_host_event` of it)."""
+        kept = {k: args[k] for k in UNIT_ARGS if k in args}
+        self.host.append((i, {"name": name, "cat": cat, "pid": pid, "tid": tid, "args": kept or _NO_ARGS}, ts, dur))
+        if not self.marked and name.startswith(MARKER_PREFIX):
+            self.marked = True
+
+    def add(self, i: int, ev: dict) -> None:
+        """Complete event ``i`` whose fields are not all plain: kept when cutting units reads it."""
+        args = ev.get("args")
+        if not self.costed and type(args) is dict and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+            self.costed = True
+        cat = ev.get("cat")
+        if type(cat) is str and self._classify(cat):
+            slim = _host_event(i, ev, cat, args)
+            if slim is not None:
+                self.host.append(slim)
+                self.marked = self.marked or slim[1]["name"].startswith(MARKER_PREFIX)
+
+    def add_other(self, ev: Any) -> None:
+        """Any other event: only its cost marks are read."""
+        args = ev.get("args") if type(ev) is dict else None
+        if not self.costed and type(args) is dict and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+            self.costed = True
 
 
 def _host_event(i: int, ev: dict, cat: str, args: Any) -> tuple[int, dict, float, float] | None:

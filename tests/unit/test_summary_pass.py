@@ -6,6 +6,9 @@ augmented trace (its own costs: the pass stops feeding the join) and on a trace 
 take the fused loop's slow path (non-number or missing ts/dur, int ts/dur, zero and negative durations, non-dict
 args, non-str names and categories, pid / tid of other types, non-object events, cost marks).
 
+Both ways the fused loop reads a window are compared with the methods: orjson's dicts and msgspec's
+envelopes (:func:`~inductor_perf.summary_windows.decode_envelopes`, the streaming summary's default).
+
 The windows are tiny (4 KB) so that a trace spans many of them.
 """
 
@@ -43,9 +46,21 @@ def _plain(v):
     return v
 
 
-def _state(path: Path, fused: bool) -> dict:
+class _Counted(Windows):
+    """Windows that count those yielded as envelopes."""
+
+    enveloped_windows = windows = 0
+
+    def __iter__(self):
+        for batch in super().__iter__():
+            self.windows += 1
+            self.enveloped_windows += self.enveloped
+            yield batch
+
+
+def _state(path: Path, fused: bool, typed: bool = False) -> dict:
     with mapped_text(str(path)) as raw:
-        events = Windows(raw, str(path), 4096)
+        events = _Counted(raw, str(path), 4096, typed=typed)
         join = CostJoin(events.load)
         seen = summary_stream._Pass()
         slow = [0]
@@ -62,15 +77,20 @@ def _state(path: Path, fused: bool) -> dict:
         j["stats"] = _plain(vars(join.stats))
         s = {k: _plain(v) for k, v in vars(seen).items() if k not in ("threads", "_cat_class")}
         s["threads"] = _plain((seen.threads.names, seen.threads.cats, seen.threads.cols))
-        return {"n": n, "join": j, "pass": s, "slow": slow[0]}
+        return {"n": n, "join": j, "pass": s, "slow": slow[0], "windows": events.windows,
+                "enveloped": events.enveloped_windows}
 
 
 def _assert_same(path: Path) -> dict:
-    slow, fast = _state(path, fused=False), _state(path, fused=True)
-    assert fast["n"] == slow["n"]
-    for part in ("join", "pass"):
-        for k in slow[part]:
-            assert fast[part][k] == slow[part][k], f"{path.name}: {part}.{k} differs"
+    """The fused loop's state, from dicts and from envelopes, equals the methods'; the envelopes' one."""
+    slow = _state(path, fused=False)
+    assert slow["enveloped"] == 0, "the methods read dicts"
+    for typed in (False, True):
+        fast = _state(path, fused=True, typed=typed)
+        assert fast["n"] == slow["n"]
+        for part in ("join", "pass"):
+            for k in slow[part]:
+                assert fast[part][k] == slow[part][k], f"{path.name} (typed={typed}): {part}.{k} differs"
     return fast
 
 
@@ -82,6 +102,7 @@ def test_shared_traces_same_state(name):
     got = _assert_same(p)
     assert got["pass"]["kernels"], "a GPU trace: kernels kept"
     assert got["slow"] < 0.01 * got["n"], "Kineto's events (int or float ts/dur) take the fused loop's fast path"
+    assert got["enveloped"] == got["windows"] > 1, "every window of a Kineto trace read as envelopes"
 
 
 @pytest.mark.parametrize("name", GPU_FIXTURES)
@@ -95,6 +116,7 @@ def test_generated_same_state(tmp_path):
                    capture_output=True)
     got = _assert_same(p)
     assert got["join"]["own"] and got["join"]["flows_later"][1], "ops costed, flows put aside"
+    assert got["enveloped"] == got["windows"] > 1
 
 
 def test_augmented_trace_same_state(tmp_path):
@@ -119,7 +141,9 @@ def _odd_events() -> list:
                    {"args": None}, {"args": [1]}, {"name": 7}, {"cat": 3}, {"cat": None}, {"pid": "host"},
                    {"tid": [1, 2]}, {"pid": 1.5}, {"tid": True}, {"cat": "Kernel"}, {"cat": "gpu_memcpy"},
                    {"cat": "gpu_user_annotation"}, {"cat": "Trace"}, {"args": {"correlation": "5"}},
-                   {"args": {"correlation": [5]}}, {"name": "nccl:all_reduce_ccl_kernel"}):
+                   {"args": {"correlation": [5]}}, {"name": "nccl:all_reduce_ccl_kernel"},
+                   # ints past 64 bits: orjson reads them as floats, msgspec as ints
+                   {"pid": 2 ** 70}, {"tid": -(2 ** 64)}, {"ts": 2 ** 70}, {"dur": 2 ** 64}, {"name": 2 ** 65}):
         for base in (k, r, op):
             out.append({**base, **change})
     for drop in ("ts", "dur", "args", "name", "cat", "pid"):
@@ -158,3 +182,13 @@ def test_odd_events_same_state(tmp_path):
     got = _assert_same(p)
     assert got["pass"]["costed"] is True
     assert dict(got["pass"]["skipped"]), "odd events skipped, as the methods skip them"
+    assert 0 < got["enveloped"] < got["windows"], "a window with an element that is not an object is read by orjson"
+
+
+def test_odd_objects_as_envelopes_same_state(tmp_path):
+    p = tmp_path / "odd_objects.json"
+    events = [e for e in _odd_events() if type(e) is dict] * 20 + _marked_events()
+    p.write_text(json.dumps({"traceEvents": events}, indent=1))
+    got = _assert_same(p)
+    assert got["pass"]["costed"] is True
+    assert got["enveloped"] == got["windows"] > 1, "odd objects read as envelopes, then whole where odd"

@@ -1,7 +1,8 @@
 """The streaming summary (``summary --engine stream``) against the full load it replaces for large
 traces: the same Summary, within float rounding, on every GPU fixture, on ../shared/traces and on
 generated Kineto-layout traces (plain, compact and gzipped); bad input gives the full load's one-line
-errors; traces it does not take (CPU traces, NaN, no orjson) fall back to the full load.
+errors; traces it does not take (CPU traces, NaN, no orjson) fall back to the full load; without
+msgspec the windows are read by orjson alone, to the same summary.
 
 The windows are made tiny here (a few KB) so that every trace spans many of them, as a large one does.
 """
@@ -170,6 +171,20 @@ def test_without_orjson_same_summary(generated, monkeypatch):
     assert summary_stream.summarize_file_stream(str(generated["kineto"])) is None
     without = summarize_file(str(generated["kineto"]), engine="stream").summary.to_dict()
     assert not differences(with_orjson, without)
+
+
+@pytest.mark.parametrize("which", ["kineto", "gz"])
+def test_without_msgspec_same_summary(generated, monkeypatch, which):
+    """Without msgspec (no wheel for the platform) the windows are orjson's dicts: the very same summary."""
+    with_msgspec = summary_stream.summarize_file_stream(str(generated[which]))[0].to_dict()
+    monkeypatch.setitem(sys.modules, "msgspec", None)  # `import msgspec` raises ImportError
+    summary_windows.envelope_decoder.cache_clear()
+    try:
+        assert summary_windows.decode_envelopes(b"[]") is None
+        without = summary_stream.summarize_file_stream(str(generated[which]))[0].to_dict()
+    finally:
+        summary_windows.envelope_decoder.cache_clear()
+    assert without == with_msgspec
 
 
 def test_windows_give_back_pages(generated):
