@@ -430,14 +430,16 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
              totals: _Totals, cov: tuple[float | None, list[Any], float | None], dtype: str,
              distributed: dict[str, Any] | None,
              *, device: Any, top: int, label: str | None, device_note: str | None,
-             costs_note: str | None) -> Summary:
+             costs_note: str | None, idle: tuple[list[Any], int, list[Any]] | None = None) -> Summary:
     """The :class:`Summary` of a trace's kernels (``tk``), busy ``window`` (:func:`busy_window`),
-    launching threads, per-kernel sums (``totals``), coverage (:func:`coverage`) and headline dtype."""
+    launching threads, per-kernel sums (``totals``), coverage (:func:`coverage`) and headline dtype.
+    ``idle``: :func:`~inductor_perf.summary_idle.idle_tables` of the same, when it was computed
+    already (by the streaming summary's helper process)."""
     kernels = tk.kernels
     busy, kernel_time = window.busy, sum(k.dur for k in kernels)
     peak = _device_peaks(device, dtype)
     rows = _kernel_rows(totals.kernels, busy, peak, top)
-    gap_rows, gap_count, idle_rows = idle_tables(tk, window, launcher, top)
+    gap_rows, gap_count, idle_rows = idle if idle is not None else idle_tables(tk, window, launcher, top)
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
     split = totals.split

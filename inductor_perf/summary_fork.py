@@ -7,6 +7,10 @@ threads), and this process appends it after its own, its event indices raised by
 before the boundary. The windows are exactly those one process reads, so the summary and every error
 are the same.
 
+Once the pass is merged, the idle attribution is computed by a second forked process, a helper
+(:func:`fork_helper`), while this one places the costs and sums the kernels
+(:mod:`inductor_perf.summary_stream_finish`).
+
 One process where ``os.fork`` is missing, for a file under :data:`FORK_MIN_BYTES`, for the light
 summary (a folder of ranks: its files are summarized in parallel already, :mod:`inductor_perf.ranks_files`)
 and inside a process started by :mod:`multiprocessing` (a pool's worker). A worker that dies or fails
@@ -33,6 +37,11 @@ log = logging.getLogger(__name__)
 FORK_MIN_BYTES = 50_000_000
 """Trace files whose JSON text is at least this large are read by two processes (the size at which
 the streaming engine is picked, and ``augment`` forks its worker)."""
+
+HELPER_MAX_BYTES = 600_000_000
+"""Trace files whose JSON text is larger than this get no helper (:func:`fork_helper`): a helper
+shares this process's memory copy-on-write, but the process tree's summed RSS counts the shared pages
+twice, and past this size (~1.8M events) that sum would pass 1 GB."""
 
 WORKER_SHARE = 0.5
 """The worker's share of the text: it pickles what it kept, about as long as this process takes to
@@ -171,3 +180,51 @@ def _worker_main(clock: StageClock, raw: Any, path: str, window: int, typed: boo
         del part
     _put(tx, _END, None)
     os._exit(0)
+
+
+class Helper:
+    """A forked process computing one value for this one (:func:`fork_helper`)."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+
+    def result(self) -> Any | None:
+        """The value, once the helper has sent it (it is reaped then); None when it died or failed:
+        the caller computes the value itself."""
+        try:
+            got = self.worker.recv()
+        except WorkerGone:
+            self.worker.close(kill=True)
+            log.info("the summary helper failed; computing its part here")
+            return None
+        self.worker.close()
+        return got
+
+    def close(self) -> None:
+        """Stop and reap the helper if its value is no longer wanted (a no-op once reaped)."""
+        self.worker.close(kill=True)
+
+
+def fork_helper(size: int, main: Callable[..., Any], *args: Any) -> Helper | None:
+    """A helper forked now, computing ``main(*args)`` from this process's memory as it is at the fork,
+    for a trace of ``size`` bytes of text; None (the caller computes it) where ``os.fork`` is missing,
+    for a size under :data:`FORK_MIN_BYTES` or over :data:`HELPER_MAX_BYTES`, inside a pool's worker,
+    or when the fork fails. ``main`` runs under the rules of :class:`~inductor_perf.fastpath.worker.Worker`:
+    every module it uses imported before this call, no logging."""
+    import multiprocessing
+
+    if not hasattr(os, "fork") or not FORK_MIN_BYTES <= size <= HELPER_MAX_BYTES:
+        return None
+    if multiprocessing.parent_process() is not None:
+        return None  # a pool's worker: its siblings have the other cores
+    try:
+        return Helper(Worker(_helper_main, StageClock(), main, *args))
+    except OSError as e:
+        log.info("no summary helper (%s); computing in one process", e)
+        return None
+
+
+def _helper_main(clock: StageClock, main: Callable[..., Any], *args: Any) -> None:
+    """In the forked helper: send ``main(*args)`` (``args`` end with the helper's ends of the pipes)."""
+    *call, _rx, tx = args
+    put(tx, main(*call))

@@ -219,11 +219,17 @@ _UNSEEN = object()
 
 
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
-                top: int | None = None, light: bool = False) -> tuple[list[GapRow], int, list[IdleRow]]:
+                top: int | None = None, light: bool = False,
+                after: list[_Ev | None] | None = None) -> tuple[list[GapRow], int, list[IdleRow]]:
     """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
     innermost host activity (most first). Only the ``top`` gaps become rows (a bounded heap): a
     trace has a gap between almost every two kernels. ``light`` (:mod:`.summary_light`): no gap
-    rows and no Python frame per activity (``source`` None), the same idle times."""
+    rows and no Python frame per activity (``source`` None), the same idle times.
+
+    ``after`` (a list, filled here): the kernel after each gap row, in the rows' order, and a row's
+    ``source`` is its Python frame alone (None without one), not yet the next kernel's source line
+    (:func:`with_next_sources` adds it): for a process that attributes the idle time before the
+    kernels' costs, hence their source lines, are known (:mod:`.summary_stream_finish`)."""
     attributors: dict[tuple[Any, Any] | None, Any] = {}
     heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
     count = 0
@@ -262,12 +268,15 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
         count += 1
         if full and key <= heap[0][:3]:
             continue
-        row = _gap_row(start_r, dur_r, position, prev_k, next_k, inner, outer)
+        row = _gap_row(start_r, dur_r, position, prev_k, next_k, inner, outer, after is None)
         if top is None or len(heap) < top:
-            heapq.heappush(heap, (*key, row))
+            heapq.heappush(heap, (*key, row, next_k))
         else:
-            heapq.heapreplace(heap, (*key, row))
-    gap_rows = [item[3] for item in sorted(heap, key=lambda item: item[:3], reverse=True)]
+            heapq.heapreplace(heap, (*key, row, next_k))
+    ranked = sorted(heap, key=lambda item: item[:3], reverse=True)
+    gap_rows = [item[3] for item in ranked]
+    if after is not None:
+        after.extend(item[4] for item in ranked)
     idle_rows = [IdleRow(host=h, idle_us=_r(v.time), gaps=v.gaps, share_of_idle_pct=_pct(v.time, window.idle),
                          source=_dominant(v.frames))
                  for h, v in idle.rows.items()]
@@ -276,9 +285,11 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
 
 
 def _gap_row(start_r: float, dur_r: float, position: str, prev_k: _Ev | None, next_k: _Ev | None,
-             inner: dict[_Ev | None, float] | None, outer: dict[_Ev, float] | None) -> GapRow:
+             inner: dict[_Ev | None, float] | None, outer: dict[_Ev, float] | None,
+             next_source: bool = True) -> GapRow:
     """The row of a gap whose time :meth:`_Attributor.attribute` split into ``inner`` and ``outer``
-    (None: the launching thread is unknown)."""
+    (None: the launching thread is unknown). ``next_source`` False: without the next kernel's source
+    line (:func:`with_next_sources`)."""
     inner_name = outer_name = frame = None
     if inner is not None and outer is not None:
         dom = _dominant(inner)
@@ -286,10 +297,20 @@ def _gap_row(start_r: float, dur_r: float, position: str, prev_k: _Ev | None, ne
         dom_outer = _dominant(outer)
         outer_name = dom_outer.name if dom_outer is not None else None
         frame = _python_frame(dom)
-    next_src = next_k.args.get(evs.SOURCE) if next_k is not None else None
+    next_src = next_k.args.get(evs.SOURCE) if next_k is not None and next_source else None
     return GapRow(
         start_us=start_r, dur_us=dur_r, position=position,
         prev_kernel=prev_k.name if prev_k is not None else None,
         next_kernel=next_k.name if next_k is not None else None,
         host_innermost=inner_name, host_outermost=outer_name,
         source=frame or (next_src if isinstance(next_src, str) and next_src else None))
+
+
+def with_next_sources(rows: list[GapRow], after: list[_Ev | None]) -> list[GapRow]:
+    """The gap rows of ``idle_tables(..., after=after)`` given, where they have no Python frame, the
+    source line of the kernel after them, as ``idle_tables`` without ``after`` gives them."""
+    for row, next_k in zip(rows, after):
+        if row.source is None and next_k is not None:
+            src = next_k.args.get(evs.SOURCE)
+            row.source = src if isinstance(src, str) and src else None
+    return rows

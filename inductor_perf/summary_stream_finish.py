@@ -138,22 +138,66 @@ class _Sums:
         return (kind, st, accs, weight, Coverage.digest(args), _kept(args), flops, nbytes, peak, bw, roof, inline)
 
 
+def _launchers(seen: Any) -> dict[int, Any]:
+    """Each kernel's launching thread, by ``id`` of the kernel: the thread of the runtime call with
+    its correlation id (None when there is none)."""
+    from .summary_kernels import _hashable
+
+    by_corr = seen.by_corr
+    return {id(k): by_corr.get(corr if type(corr) is int else _hashable(corr))
+            for k, corr in zip(seen.kernels, seen.kernel_corr)}
+
+
+def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
+    """In the helper (:func:`~inductor_perf.summary_fork.fork_helper`): the idle tables
+    (:func:`~inductor_perf.summary_idle.idle_tables`) of the merged pass, before the kernels have their
+    costs; the kernel after each gap row by its position in ``seen.kernels``, for its source line
+    (:func:`~inductor_perf.summary_idle.with_next_sources`)."""
+    from .summary_idle import idle_tables, window_of
+    from .summary_kernels import DEF_GPU, TraceKernels
+
+    window = window_of(seen.w0, seen.w1, seen.kernels)
+    tk = TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)  # is_kernel: idle attribution never reads it
+    after: list[Any] = []
+    rows, count, idle_rows = idle_tables(tk, window, _launchers(seen), top, after=after)
+    want = {id(k) for k in after if k is not None}
+    at = {id(k): j for j, k in enumerate(seen.kernels) if id(k) in want}
+    return rows, count, idle_rows, [at[id(k)] if k is not None else None for k in after]
+
+
 def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
-           roots: Any, light: bool = False) -> tuple[Any, Any]:
+           roots: Any, light: bool = False, size: int = 0) -> tuple[Any, Any]:
     """(summary, device used) of a streamed trace; ``held``: ``[the cost join]``, emptied once the
     costs are placed (its index is the largest thing the pass kept); ``label_of(header)`` gives the
     label. ``light``: the light summary (:mod:`inductor_perf.summary_light`): a kernel gets only the
-    args its kind reads, and only the cross-rank view's fields are computed."""
-    from .cost_args import args_for, augment_event, device_bandwidth, device_from_trace
-    from .event_cost import AugmentStats
-    from .summary import Counts, _Totals, assemble, distributed_info
-    from .summary_idle import window_of
-    from .summary_kernels import _hashable, add_dtype_weight, dtype_of_weights
+    args its kind reads, and only the cross-rank view's fields are computed. ``size``: the trace's
+    bytes of text; for a large one (:func:`~inductor_perf.summary_fork.fork_helper`) the idle tables are
+    computed by a forked helper while this process places the costs and sums the kernels."""
+    from .cost_args import device_from_trace
+    from .summary_fork import fork_helper
 
     note = None
     if device is None:
         device, note = device_from_trace(header)
+    helper = None if light else fork_helper(size, _idle_part, seen, roots, top)
+    try:
+        return _finish(seen, held, header, device, note, top, label_of, stage, roots, light, helper)
+    finally:
+        if helper is not None:
+            helper.close()
+
+
+def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, top: int,
+            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
+            roots: Any, light: bool, helper: Any) -> tuple[Any, Any]:
+    """:func:`finish` once the helper (or None) is started."""
+    from .cost_args import args_for, augment_event, device_bandwidth
+    from .event_cost import AugmentStats
+    from .summary import Counts, _Totals, assemble, distributed_info
+    from .summary_idle import window_of, with_next_sources
+    from .summary_kernels import add_dtype_weight, dtype_of_weights
+
     if stage is not None:
         stage("summarizing: placing costs")
     costs, labels, costs_note, apply = _costs(seen, held.pop(), header)
@@ -176,10 +220,8 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
         return got
 
     sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
-    launcher: dict[int, Any] = {}
-    by_corr = seen.by_corr
-    for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
-        launcher[id(k)] = by_corr.get(corr if type(corr) is int else _hashable(corr))
+    launcher = _launchers(seen)
+    for k, i in zip(seen.kernels, seen.kernel_index):
         if apply:
             cost, lab = costs.get(i), labels.get(i)
             if cost is not None and cost.comm is None:
@@ -211,11 +253,16 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     if light:
         return assemble_light(tk, counts, window, launcher, totals, distributed_info(header), top=top,
                               label=label_of(header)), device
+    idle = helper.result() if helper is not None else None
+    if idle is not None:
+        rows, count, idle_rows, after = idle
+        kernels = seen.kernels
+        idle = with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count, idle_rows
     summary = assemble(tk, counts, window, launcher, seen.graph_launches,
                        totals, cov.result(sum(k.dur for k in seen.kernels), top), dtype_of_weights(weights),
                        distributed_info(header), device=device, top=top,
                        label=label_of(header), device_note=note,
-                       costs_note=costs_note)
+                       costs_note=costs_note, idle=idle)
     return summary, device
 
 

@@ -32,12 +32,22 @@ def small_windows(monkeypatch):
 
 
 class _Spy:
-    """Counts the workers started and the parts received (None: the worker failed)."""
+    """Counts the workers started and the parts received (None: the worker failed), and the idle
+    helpers' results (None: the helper failed)."""
 
     def __init__(self, monkeypatch) -> None:
         self.started = 0
         self.received: list = []
+        self.helped: list = []
         start, receive = summary_fork.start_worker, summary_fork.PassWorker.receive
+        result = summary_fork.Helper.result
+
+        def spy_result(helper):
+            got = result(helper)
+            self.helped.append(got)
+            return got
+
+        monkeypatch.setattr(summary_fork.Helper, "result", spy_result)
 
         def start_worker(*a, **k):
             got = start(*a, **k)
@@ -64,6 +74,7 @@ def _assert_same(path: Path, monkeypatch) -> _Spy:
     spy = _Spy(monkeypatch)
     two = _streamed(path, monkeypatch, fork=True)
     assert spy.started == 1 and spy.received and spy.received[0] is not None, f"{path.name}: no worker used"
+    assert len(spy.helped) == 1 and spy.helped[0] is not None, f"{path.name}: no idle helper used"
     assert two == one, f"{path.name}: two processes differ from one: {differences(one, two)[:5]}"
     full = summarize_file(str(path), engine="full").summary.to_dict()
     assert not differences(full, two)
@@ -136,6 +147,49 @@ def test_worker_that_dies_leaves_its_part_to_the_parent(generated, monkeypatch, 
     monkeypatch.setattr(summary_stream, "_worker_part", _dies(after_parts))
     assert _streamed(generated, monkeypatch, fork=True) == one
     assert spy.started == 1 and spy.received == [None]
+
+
+def test_helper_that_dies_leaves_the_idle_tables_to_the_parent(generated, monkeypatch):
+    from inductor_perf import summary_stream_finish
+
+    def dies(*args):
+        os._exit(3)
+
+    one = _streamed(generated, monkeypatch, fork=False)
+    spy = _Spy(monkeypatch)
+    monkeypatch.setattr(summary_stream_finish, "_idle_part", dies)
+    assert _streamed(generated, monkeypatch, fork=True) == one
+    assert spy.started == 1 and spy.helped == [None]
+
+
+def test_no_helper_past_its_size(generated, monkeypatch):
+    """Past HELPER_MAX_BYTES the pass still forks, the idle tables stay in this process."""
+    one = _streamed(generated, monkeypatch, fork=False)
+    spy = _Spy(monkeypatch)
+    monkeypatch.setattr(summary_fork, "HELPER_MAX_BYTES", 10)
+    assert _streamed(generated, monkeypatch, fork=True) == one
+    assert spy.started == 1 and spy.helped == []
+
+
+@pytest.mark.parametrize("name", GPU_FIXTURES)
+def test_idle_tables_with_next_sources_later(name):
+    """The helper's idle tables (without the kernels' source lines, given after) are those of one call."""
+    from inductor_perf.summary_kernels import _parse, select_kernels
+    from inductor_perf.trace_format import load_trace
+    from inductor_perf.summary_idle import busy_window, idle_tables, launching_threads, with_next_sources
+    from inductor_perf.summary_raw import with_costs
+
+    trace = with_costs(load_trace(str(FIXTURES / "gpu" / name)))[0]
+    tk = select_kernels(_parse(trace["traceEvents"], {}))
+    launcher, _ = launching_threads(tk)
+    window = busy_window(tk.events, tk.kernels)
+    want = idle_tables(tk, window, launcher, 20)
+    after: list = []
+    rows, count, idle_rows = idle_tables(tk, window, launcher, 20, after=after)
+    assert len(after) == len(rows) and (count, idle_rows) == want[1:]
+    later = sum(r.source is None and w.source is not None for r, w in zip(rows, want[0]))
+    assert with_next_sources(rows, after) == want[0]
+    assert later > 0 or name == "gpt_cudagraphs.trace.json.gz", "some rows take the next kernel's source line"
 
 
 def test_truncated_file_same_error(generated, tmp_path, monkeypatch):
