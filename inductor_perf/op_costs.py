@@ -35,6 +35,15 @@ def warm_up() -> None:
         importlib.import_module(m)
 
 
+def before_fork() -> None:
+    """Open the op-meta disk cache before forking a worker that costs ops: its file name needs torch's
+    version (``importlib.metadata``), which a worker must not import (:class:`fastpath.worker.Worker`);
+    the worker inherits it open."""
+    from .op_meta import _cache
+
+    _cache()
+
+
 def _precost(args: dict) -> EventCost | None:
     """Cost already on the event (Triton launches with benchmark_kernel / profile_bandwidth)."""
     if KERNEL_FLOP not in args and KERNEL_NUM_GB not in args:

@@ -142,7 +142,10 @@ def _fork_worker(raw: Any, gz: bool, start: int, join_type: Callable[..., Any],
     cut = tf.event_cut(raw, start, 1.0 - _JOIN_SHARE)
     if cut is None:
         return None, None
+    from ..op_costs import before_fork
+
     roofline_classify()  # imported here, as orjson and CostJoin by the caller: the worker imports nothing
+    before_fork()  # the op-cost cache's file found (it reads torch's version) before the fork too
     try:
         return Worker(worker_main, clock, raw, gz, start, cut, join_type), cut
     except OSError as e:

@@ -625,10 +625,12 @@ def test_worker_never_logs(generated, tmp_path, processes):
     assert any(m.startswith("fast path [main]") for m in messages)
 
 
-def test_worker_loads_no_module(generated, tmp_path, processes):
+@pytest.mark.parametrize("torch_first", [True, False])
+def test_worker_loads_no_module(generated, tmp_path, processes, torch_first):
     # All the forked worker uses is imported before the fork (fastpath.worker.Worker): it loads no module,
-    # also with torch imported, when the parent imports inductor_perf.device_table for the device row
-    # after the fork. A fresh interpreter, since this one has loaded nearly everything already.
+    # with torch imported or not (the CLI's case: then nothing else has loaded importlib.metadata, which
+    # the op-cost cache's file name needs), when the parent imports inductor_perf.device_table for the
+    # device row after the fork. A fresh interpreter, since this one has loaded nearly everything already.
     import subprocess
     import sys
 
@@ -636,7 +638,7 @@ def test_worker_loads_no_module(generated, tmp_path, processes):
         pytest.skip("about the forked worker")
     d = str(tmp_path)
     code = ("import json, os, sys\n"
-            "import torch\n"
+            + ("import torch\n" if torch_first else "") +
             "from inductor_perf import augment as A\n"
             "from inductor_perf.fastpath import stream as S\n"
             "S.PARALLEL_MIN_BYTES = 0\n"
