@@ -17,7 +17,8 @@ from .fastpath.render import _IN_RANGE, _SAFE_INT, achieved_inline, binding_roof
 from .kernel_kinds import KIND_COLLECTIVE
 from .summary import static_sums
 from .summary_coverage import Coverage
-from .summary_kernels import dtype_weight
+from .summary_idle import idle_tables, window_of, with_next_sources
+from .summary_kernels import DEF_GPU, TraceKernels, dtype_weight
 
 _NO_ARGS: dict[str, Any] = {}
 """The args of a kernel left with none (shared: nothing mutates a kernel's args; it replaces them)."""
@@ -152,10 +153,8 @@ def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
     """In the helper (:func:`~inductor_perf.summary_fork.fork_helper`): the idle tables
     (:func:`~inductor_perf.summary_idle.idle_tables`) of the merged pass, before the kernels have their
     costs; the kernel after each gap row by its position in ``seen.kernels``, for its source line
-    (:func:`~inductor_perf.summary_idle.with_next_sources`)."""
-    from .summary_idle import idle_tables, window_of
-    from .summary_kernels import DEF_GPU, TraceKernels
-
+    (:func:`~inductor_perf.summary_idle.with_next_sources`). Everything it runs is imported at this
+    module's top, before the fork (the rules of :class:`~inductor_perf.fastpath.worker.Worker`)."""
     window = window_of(seen.w0, seen.w1, seen.kernels)
     tk = TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)  # is_kernel: idle attribution never reads it
     after: list[Any] = []
@@ -195,7 +194,6 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     from .cost_args import args_for, augment_event, device_bandwidth
     from .event_cost import AugmentStats
     from .summary import Counts, _Totals, assemble, distributed_info
-    from .summary_idle import window_of, with_next_sources
     from .summary_kernels import add_dtype_weight, dtype_of_weights
 
     if stage is not None:
@@ -270,8 +268,6 @@ def trace_kernels(seen: Any, roots: Any) -> Any:
     """The :class:`~inductor_perf.summary_kernels.TraceKernels` of a streamed GPU trace: ``events``
     left empty (counted in ``seen``), ``host_events`` only the ``ProfilerStep#N`` ranges, in file
     order (all the per-step view reads)."""
-    from .summary_kernels import DEF_GPU, TraceKernels
-
     for k in seen.kernels:
         k.is_kernel = True
     return TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)

@@ -229,3 +229,39 @@ def test_light_and_pool_workers_stay_in_one_process(generated, monkeypatch):
     monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
     assert summary_stream.summarize_file_stream(str(generated)) is not None
     assert spy.started == 0
+
+
+def test_worker_and_helper_load_no_module(generated, tmp_path):
+    """All the worker and the helper run is imported before they are forked (fastpath.worker.Worker's
+    rules): neither loads a module. A fresh interpreter, since this one has loaded nearly everything."""
+    import json
+
+    d = str(tmp_path)
+    code = ("import json, os, sys\n"
+            "from inductor_perf import summary_fork as F, summary_stream as S, summary_stream_finish as SF\n"
+            "F.FORK_MIN_BYTES = 0\n"
+            "S.Windows.__init__.__defaults__ = (4096,)  # windows enough for a worker\n"
+            "def watch(real, tag):\n"
+            "    def watched(*args):\n"
+            "        before = set(sys.modules)\n"
+            "        try:\n"
+            "            return real(*args)\n"
+            "        finally:\n"
+            f"            with open(os.path.join({d!r}, tag + str(os.getpid())), 'w') as f:\n"
+            "                json.dump(sorted(set(sys.modules) - before), f)\n"
+            "    return watched\n"
+            "def watch_parts(real):\n"
+            "    def watched(events):\n"
+            "        before = set(sys.modules)\n"
+            "        yield from real(events)\n"
+            f"        with open(os.path.join({d!r}, 'worker' + str(os.getpid())), 'w') as f:\n"
+            "            json.dump(sorted(set(sys.modules) - before), f)\n"
+            "    return watched\n"
+            "S._worker_part = watch_parts(S._worker_part)\n"
+            "SF._idle_part = watch(SF._idle_part, 'helper')\n"
+            f"got = S.summarize_file_stream({str(generated)!r})\n"
+            "assert got is not None and got[0].gaps\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    reports = {f.rstrip("0123456789"): json.load(open(os.path.join(d, f))) for f in os.listdir(d)}
+    assert reports == {"worker": [], "helper": []}
