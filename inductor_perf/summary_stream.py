@@ -342,7 +342,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
                 stage(f"summarizing: {i:,} events read")
             continue
         if fused:
-            i = read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None)
+            i = _read_batch(batch, i, join, seen, routes, events)
         else:
             for ev in batch:
                 if type(ev) is dict and ev.get("ph") == "X":
@@ -358,6 +358,18 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
         if stage is not None:
             stage(f"summarizing: {i:,} events read")
     return i
+
+
+def _read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events: Windows) -> int:
+    """:func:`~inductor_perf.summary_pass.read_batch` of a window of ``events``; :class:`_Layout` when an
+    event's args that msgspec took are not strict JSON to orjson (a number past a double's range), as
+    orjson parsing that window whole would have found."""
+    import orjson
+
+    try:
+        return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None)
+    except orjson.JSONDecodeError:
+        raise _Layout("not strict JSON") from None
 
 
 def _worker_part(events: Windows) -> Iterator[Any]:

@@ -282,7 +282,10 @@ class Windows:
             self._spans = (w, starts, ends)
         _, starts, ends = self._spans
         j = i - self.firsts[w]
-        return orjson.loads(self.raw[starts[j]:ends[j]])
+        try:
+            return orjson.loads(self.raw[starts[j]:ends[j]])
+        except orjson.JSONDecodeError:  # in a window msgspec took (a number past a double's range...)
+            raise _Layout("not strict JSON") from None
 
 
 def _raise_tail(raw: Any, path: str, pos: int) -> None:

@@ -97,8 +97,7 @@ def _streamed_side(path: str) -> tuple[TraceUnits, str | None] | None:
 
 def _stream(path: str) -> tuple[TraceUnits, str | None]:
     from ..op_costs import CostJoin
-    from ..summary_pass import read_batch
-    from ..summary_stream import Windows, mapped_text
+    from ..summary_stream import Windows, _read_batch, mapped_text
 
     with mapped_text(path) as raw, tf.gc_paused():
         windows = Windows(raw, path, typed=True)
@@ -108,7 +107,7 @@ def _stream(path: str) -> tuple[TraceUnits, str | None]:
         i = 0
         for batch in windows:
             # the summary's fused loop: the cost join sees every event, _Kept the host events
-            i = read_batch(batch, i, join, kept, routes, windows.load if windows.enveloped else None)
+            i = _read_batch(batch, i, join, kept, routes, windows)
         batch = None  # the last window, freed before the costs are placed
         note = _place_costs(join, kept.costed, kept.marked, kept.host, i, windows.header or {})
         del join

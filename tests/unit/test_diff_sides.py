@@ -241,3 +241,20 @@ def test_diff_never_imports_torch(tmp_path):
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip().splitlines()[-1] == "False"
     assert json.loads("\n".join(r.stdout.strip().splitlines()[:-1]))["rows"]
+
+
+def test_number_out_of_range_side_falls_back(tmp_path):
+    """A number orjson refuses (1e400) in an event's args: the streamed side gives up on the file, as when
+    orjson reads the window, and the whole load cuts it: the same comparison as the full engine."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "gen.json"
+    subprocess.run([sys.executable, str(ROOT / "bench" / "gen_trace.py"), "3000", str(p)], check=True,
+                   capture_output=True)
+    text = p.read_text()
+    at = text.index('"External id": ')
+    p.write_text(text[:at] + '"x": 1e400, ' + text[at:])
+    assert sides._streamed_side(str(p)) is None
+    full = diff_files(str(p), GPU[0], by="op", engine="full").to_dict()
+    assert not differences(full, diff_files(str(p), GPU[0], by="op", engine="stream").to_dict())

@@ -211,3 +211,24 @@ def test_gz_without_temporary_space_falls_back(generated, monkeypatch):
     monkeypatch.setattr(tempfile, "mkstemp", no_space)
     assert summary_stream.summarize_file_stream(str(generated["gz"])) is None
     assert not differences(want, summarize_file(str(generated["gz"]), engine="stream").summary.to_dict())
+
+
+@pytest.mark.parametrize("where", ["args", "flow"])
+def test_number_out_of_range_falls_back_as_with_orjson(generated, tmp_path, where):
+    """A number past a double's range (1e400) is not strict JSON to orjson: a window holding it is not
+    streamed, whether msgspec (which skips what it does not read) or orjson reads the window, and the
+    full load summarizes the trace."""
+    text = generated["kineto"].read_text()
+    if where == "args":  # a complete event's args, which the pass decodes
+        at = text.index('"External id": ')
+        text = text[:at] + '"x": 1e400, ' + text[at:]
+    else:  # a flow's id, which no window reader decodes: read back only when a kernel needs flows
+        at = text.index('"ph": "f"')
+        text = text[:at] + '"big": 1e400, ' + text[at:]
+    p = tmp_path / f"big_{where}.json"
+    p.write_text(text)
+    got = summary_stream.summarize_file_stream(str(p))
+    if where == "args":
+        assert got is None, "the full load takes it, as when orjson reads the window"
+    full = summarize_file(str(p), engine="full").summary.to_dict()
+    assert not differences(full, summarize_file(str(p), engine="stream").summary.to_dict())
