@@ -87,9 +87,9 @@ CALL_HOOK = CallHook()
 
 def wrap_callable(fn: Callable[[Any], Any], graph: GraphTags) -> Callable[[Any], Any]:
     """``fn`` (a compiled graph's boxed callable) emitting a marker when a profiler is on."""
-    instance_id, is_backward = graph.instance_id, graph.is_backward
     import torch
 
+    instance_id, is_backward = graph.instance_id, graph.is_backward
     static_name = marker_name(instance_id, is_backward) if not graph.symbol_locators else None
     record = torch._C._profiler._RecordFunctionFast
     profiler = torch.autograd.profiler

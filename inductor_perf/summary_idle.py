@@ -231,7 +231,7 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
     (:func:`with_next_sources` adds it): for a process that attributes the idle time before the
     kernels' costs, hence their source lines, are known (:mod:`.summary_stream_finish`)."""
     attributors: dict[tuple[Any, Any] | None, Any] = {}
-    heap: list[tuple[float, float, int, GapRow]] = []  # (-(-dur), -start, -seq): the worst on top
+    heap: list[tuple[float, float, int, GapRow, Any]] = []  # (-(-dur), -start, -seq, row, next kernel): worst on top
     count = 0
     idle = _IdleByHost(not light)
     known = idle.known.get
