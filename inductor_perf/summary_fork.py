@@ -158,7 +158,9 @@ def start_worker(events: Windows, light: bool, read_part: Callable[[Windows], It
     for name in ("orjson", "inductor_perf.op_costs", "inductor_perf.op_meta"):
         importlib.import_module(name)  # before the fork: the worker imports nothing (Worker's rules)
     envelope_decoder()  # msgspec too, where it is installed
-    importlib.import_module("inductor_perf.op_costs").before_fork()
+    from .op_costs import before_fork
+
+    before_fork()  # the op-cost cache's file found (it reads torch's version) before the fork too
     try:
         worker = Worker(_worker_main, StageClock(), events.raw, events.path, events.window, events.typed, cut,
                         read_part)

@@ -148,12 +148,10 @@ class _Kept:
 
     def add(self, i: int, ev: dict) -> None:
         """Complete event ``i`` whose fields are not all plain: kept when cutting units reads it."""
-        args = ev.get("args")
-        if not self.costed and type(args) is dict and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
-            self.costed = True
+        self.add_other(ev)  # its cost marks
         cat = ev.get("cat")
         if type(cat) is str and self._classify(cat):
-            slim = _host_event(i, ev, cat, args)
+            slim = _host_event(i, ev, cat, ev.get("args"))
             if slim is not None:
                 self.host.append(slim)
                 self.marked = self.marked or slim[1]["name"].startswith(MARKER_PREFIX)
