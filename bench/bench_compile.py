@@ -36,7 +36,11 @@ import models  # bench/models.py
 from models import Block
 
 backend, device, which = sys.argv[1], sys.argv[3], sys.argv[4]
+variant = sys.argv[5] if len(sys.argv) > 5 else ""
 models.setup_device(device, "bench_compile child")
+if variant == "no_autograd_cache":
+    import torch._functorch.config
+    torch._functorch.config.enable_autograd_cache = False
 if backend == "inductor_perf":
     models.ensure_backend()
 torch.manual_seed(0)
@@ -49,7 +53,8 @@ else:
     model(x).sum().backward()  # eager: CUDA context, cuBLAS, lazy kernel loading, outside the timer
     model.zero_grad(set_to_none=True)
     torch.cuda.synchronize()
-compiled = torch.compile(model, backend=backend)
+options = {"inductor_perf.markers": False} if variant == "no_markers" else None
+compiled = torch.compile(model, backend=backend, options=options)
 t0 = time.perf_counter()
 compiled(x).sum().backward()
 if device != "cpu":
@@ -65,11 +70,17 @@ BACKENDS = ("inductor", "inductor_perf")
 TARGET_RATIO = 1.05
 
 
-def _child(backend: str, device: str, model: str, cache: str) -> dict:
+# Variants for bisecting a gap (tools/gpu_compile_bisect.py): the child's switches, one at a time.
+VARIANTS = ("", "no_autograd_cache", "no_markers", "no_tagging")
+
+
+def _child(backend: str, device: str, model: str, cache: str, variant: str = "") -> dict:
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
     env.pop("INDUCTOR_PERF_TRACE_DIR", None)
+    if variant == "no_tagging":
+        env["INDUCTOR_PERF_DISABLE_TAGGING"] = "1"
     proc = subprocess.run([sys.executable, "-c", CHILD, backend, os.path.dirname(os.path.abspath(__file__)),
-                           device, model], env=env, capture_output=True, text=True, timeout=600)
+                           device, model, variant], env=env, capture_output=True, text=True, timeout=600)
     for line in proc.stdout.splitlines():
         if line.startswith("JSON:"):
             return json.loads(line[5:])

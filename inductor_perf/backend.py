@@ -131,6 +131,24 @@ def _namespace_pass(existing: Any) -> Any:
     return _InductorPerfNamespace()
 
 
+def warm_compile_pool(example_inputs: Sequence[Any]) -> None:
+    """Start Inductor's Triton compile workers now when the graph has a GPU input.
+
+    Inductor compiles a Triton kernel in a worker only once its pool answers; until then it compiles
+    in this process, one kernel after another. torch's own registered ``"inductor"`` backend starts
+    the pool first thing; ``compile_fx`` wakes it only after what runs before it, here our torch
+    check. Starting it here gives the pool that time. A CPU graph starts nothing (Inductor does not
+    either), and a torch without the internal skips it: it only saves time."""
+    if not any(getattr(getattr(e, "device", None), "type", None) in ("cuda", "xpu") for e in example_inputs):
+        return
+    try:
+        from torch._inductor.async_compile import maybe_warm_pool
+
+        maybe_warm_pool()
+    except Exception as e:  # an optional speed-up: the compile wakes the pool itself
+        log.debug("inductor_perf: could not start Inductor's compile workers early (%s)", e)
+
+
 def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
                           options: Mapping[str, Any] | None = None, mode: str | None = None,
                           **kwargs: Any) -> Any:
@@ -138,6 +156,7 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
 
     >>> model = torch.compile(torch.nn.Linear(4, 4), backend="inductor_perf")  # doctest: +SKIP
     """
+    warm_compile_pool(example_inputs)
     from .compat import backend_support
 
     support = backend_support()  # raises for torch older than we support; warns once otherwise

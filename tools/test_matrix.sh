@@ -70,8 +70,11 @@ prepare() {  # VERSION: build its venv once, point it at this checkout; one at a
   if [ ! -f "$venv/.ready-$v" ]; then
     echo "== torch $v: building $venv (once; ~5 GB)"
     rm -rf "$venv"
+    # PIP_CONSTRAINT=/dev/null: a machine's pip configuration may pin torch to the releases it keeps
+    # on disk (a global `constraint = ...` capping torch at 2.14.1 refused 2.15.0); the matrix asks
+    # for exact releases, so it overrides that one setting and keeps the rest (indexes, find-links).
     "$PY" -m venv "$venv" \
-      && "$venv/bin/pip" install -q --disable-pip-version-check "torch==$v" \
+      && PIP_CONSTRAINT=/dev/null "$venv/bin/pip" install -q --disable-pip-version-check "torch==$v" \
            "pytest>=7" "hypothesis>=6" "orjson>=3.9" "msgspec>=0.18" "typing-extensions>=4.8" "matplotlib>=3.7" "setuptools>=70.1,<82" \
       || { echo "$v: venv build failed"; return 1; }
     touch "$venv/.ready-$v"

@@ -210,3 +210,66 @@ def test_freezing_mkldnn_ops_are_tagged() -> None:
     ops = [k.op for k in kernels if k.kind == "extern"]
     assert any(op and ("mkldnn" in op or "mkl" in op or "convolution" in op) for op in ops), ops
     assert sum(k.matmul_flops for k in kernels) == fc.get_total_flops() > 0
+
+
+class _Stop(Exception):
+    pass
+
+
+def _record_warm_and_check(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record, in order, when the backend starts Inductor's compile workers and when it checks torch;
+    the check raises to end the compile there."""
+    from torch._inductor import async_compile
+
+    from inductor_perf import compat
+
+    calls: list[str] = []
+    monkeypatch.setattr(async_compile, "maybe_warm_pool", lambda: calls.append("warm"))
+
+    def check() -> None:
+        calls.append("check")
+        raise _Stop
+
+    monkeypatch.setattr(compat, "backend_support", check)
+    return calls
+
+
+def test_gpu_graph_starts_compile_workers_before_our_torch_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from inductor_perf.backend import inductor_perf_backend
+
+    calls = _record_warm_and_check(monkeypatch)
+    with FakeTensorMode():  # a CUDA input without a GPU
+        x = torch.empty(4, 8, device="cuda")
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    with pytest.raises(_Stop):
+        inductor_perf_backend(gm, [x])
+    assert calls == ["warm", "check"]
+
+
+def test_cpu_graph_starts_no_compile_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inductor_perf.backend import inductor_perf_backend
+
+    calls = _record_warm_and_check(monkeypatch)
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    with pytest.raises(_Stop):
+        inductor_perf_backend(gm, [torch.randn(4, 8), 3])
+    assert calls == ["check"]
+
+
+def test_compile_workers_that_fail_to_start_do_not_fail_the_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    from torch._inductor import async_compile
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from inductor_perf.backend import warm_compile_pool
+
+    def broken() -> None:
+        raise RuntimeError("no pool here")
+
+    monkeypatch.setattr(async_compile, "maybe_warm_pool", broken)
+    with FakeTensorMode():
+        x = torch.empty(2, device="cuda")
+    warm_compile_pool([x])  # logs at debug level, raises nothing
+    monkeypatch.delattr(async_compile, "maybe_warm_pool")  # a torch without the internal
+    warm_compile_pool([x])
