@@ -10,5 +10,8 @@ for b in ${BENCHES:-step capture compile}; do
     capture) timeout "${CAPTURE_S:-120}" python3 bench/bench_capture.py --device cuda --json "$B/capture.json" ;;
     compile) timeout "${COMPILE_S:-200}" python3 bench/bench_compile.py --device cuda --rounds 4 \
                --budget-s "${COMPILE_BUDGET_S:-150}" --json "$B/compile.json" ;;
+    # not in the default set: cold compiles of Inductor and of our backend with one switch off at a time
+    bisect)  timeout "${BISECT_S:-300}" python3 tools/gpu_compile_bisect.py --device cuda --rounds 4 \
+               --budget-s "${BISECT_BUDGET_S:-240}" --json "$B/bisect.json" ;;
   esac 2>"$B/$b.err" | tee "$B/$b.txt"
 done
