@@ -9,6 +9,7 @@ and module (the gap table and the communication view read them) and, for a colle
 
 from __future__ import annotations
 
+from array import array
 from typing import Any, Callable
 
 from . import events as evs
@@ -17,7 +18,7 @@ from .fastpath.render import _IN_RANGE, _SAFE_INT, achieved_inline, binding_roof
 from .kernel_kinds import KIND_COLLECTIVE
 from .summary import static_sums
 from .summary_coverage import Coverage
-from .summary_idle import idle_tables, window_of, with_next_sources
+from .summary_idle import BusyWindow, idle_tables, window_of, with_next_sources
 from .summary_kernels import DEF_GPU, TraceKernels, dtype_weight
 
 _NO_ARGS: dict[str, Any] = {}
@@ -153,7 +154,8 @@ def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
     """In the helper (:func:`~inductor_perf.summary_fork.fork_helper`): the idle tables
     (:func:`~inductor_perf.summary_idle.idle_tables`) of the merged pass, before the kernels have their
     costs; the kernel after each gap row by its position in ``seen.kernels``, for its source line
-    (:func:`~inductor_perf.summary_idle.with_next_sources`). Everything it runs is imported at this
+    (:func:`~inductor_perf.summary_idle.with_next_sources`); and the busy window's (busy time, spans
+    as one flat array of starts and ends), which the parent then need not compute. Everything it runs is imported at this
     module's top, before the fork (the rules of :class:`~inductor_perf.fastpath.worker.Worker`)."""
     window = window_of(seen.w0, seen.w1, seen.kernels)
     tk = TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)  # is_kernel: idle attribution never reads it
@@ -161,7 +163,15 @@ def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
     rows, count, idle_rows = idle_tables(tk, window, _launchers(seen), top, after=after)
     want = {id(k) for k in after if k is not None}
     at = {id(k): j for j, k in enumerate(seen.kernels) if id(k) in want}
-    return rows, count, idle_rows, [at[id(k)] if k is not None else None for k in after]
+    spans = array("d", [x for s, e, _, _ in window.merged for x in (s, e)])
+    return rows, count, idle_rows, [at[id(k)] if k is not None else None for k in after], (window.busy, spans)
+
+
+def _helped_window(seen: Any, busy: float, spans: Any) -> BusyWindow:
+    """The busy window the helper computed (:func:`_idle_part`): its spans without their kernels,
+    which only the idle tables read (the helper's)."""
+    it = iter(spans)
+    return BusyWindow(seen.w0, seen.w1, [(s, e, None, None) for s, e in zip(it, it)], busy)
 
 
 def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
@@ -218,7 +228,8 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         return got
 
     sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
-    launcher = _launchers(seen)
+    # with a helper, the idle tables (the launchers' and the window's kernels' only reader) are its
+    launcher = _launchers(seen) if helper is None else None
     for k, i in zip(seen.kernels, seen.kernel_index):
         if apply:
             cost, lab = costs.get(i), labels.get(i)
@@ -244,18 +255,23 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         if totals.kinds[id(k)] != KIND_COLLECTIVE:
             k.args = _kept(args)
     del costs, labels
-    seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
-    window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
     tk = trace_kernels(seen, roots)
     counts = Counts(seen.total, seen.used, dict(seen.skipped))
-    if light:
+    if light:  # never a helper
+        window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
         return assemble_light(tk, counts, window, launcher, totals, distributed_info(header), top=top,
                               label=label_of(header)), device
     idle = helper.result() if helper is not None else None
     if idle is not None:
-        rows, count, idle_rows, after = idle
+        rows, count, idle_rows, after, (busy, spans) = idle
+        window = _helped_window(seen, busy, spans)
         kernels = seen.kernels
         idle = with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count, idle_rows
+    else:
+        window = window_of(seen.w0, seen.w1, seen.kernels)
+        if launcher is None:  # the helper failed
+            launcher = _launchers(seen)
+    seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     summary = assemble(tk, counts, window, launcher, seen.graph_launches,
                        totals, cov.result(sum(k.dur for k in seen.kernels), top), dtype_of_weights(weights),
                        distributed_info(header), device=device, top=top,
