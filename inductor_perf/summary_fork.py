@@ -45,10 +45,12 @@ so its pages are soon its own copies: on the 1M-event trace (324 MB) the helper 
 pages beside the parent's ~350 MB. Up to this size (~1.2M events) the two stay under ~0.9 GB; past it
 the summary keeps to one process and its bound (the 3M-event trace summarized in under 1 GB)."""
 
-WORKER_SHARE = 0.47
+WORKER_SHARE = 0.44
 """The worker's share of the text: a little under half, since after its pass it pickles what it kept
-(~0.3 s for the 1M-event trace), which this process then unpickles and appends. With an even split
-this process waited 0.32–0.35 s for the parts after its own pass; with this one, 0.05–0.1 s."""
+(~0.3 s for the 1M-event trace), which this process then unpickles and appends. On the 1M-event
+trace, this process's wait for the parts after its own pass: 0.32–0.35 s with an even split; with
+0.47, 0.09–0.77 s (8 runs on a busy machine); with 0.45, 0.05–0.16 s; with 0.44 and below, ~0.04 s
+(the time to receive the first part) in 3 of 4 runs."""
 
 
 class Parts:
