@@ -70,11 +70,9 @@ BACKENDS = ("inductor", "inductor_perf")
 TARGET_RATIO = 1.05
 
 
-# Variants for bisecting a gap (tools/gpu_compile_bisect.py): the child's switches, one at a time.
-VARIANTS = ("", "no_autograd_cache", "no_markers", "no_tagging")
-
-
 def _child(backend: str, device: str, model: str, cache: str, variant: str = "") -> dict:
+    """The child's JSON. ``variant`` (for tools/gpu_compile_bisect.py) turns one switch off:
+    "no_autograd_cache", "no_markers" (our option) or "no_tagging" (INDUCTOR_PERF_DISABLE_TAGGING)."""
     env = dict(os.environ, TORCHINDUCTOR_CACHE_DIR=cache, TRITON_CACHE_DIR=os.path.join(cache, "triton"))
     env.pop("INDUCTOR_PERF_TRACE_DIR", None)
     if variant == "no_tagging":

@@ -155,8 +155,9 @@ def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
     (:func:`~inductor_perf.summary_idle.idle_tables`) of the merged pass, before the kernels have their
     costs; the kernel after each gap row by its position in ``seen.kernels``, for its source line
     (:func:`~inductor_perf.summary_idle.with_next_sources`); and the busy window's (busy time, spans
-    as one flat array of starts and ends), which the parent then need not compute. Everything it runs is imported at this
-    module's top, before the fork (the rules of :class:`~inductor_perf.fastpath.worker.Worker`)."""
+    as one flat array of starts and ends), which the parent then need not compute. Everything it runs
+    is imported at this module's top, before the fork (the rules of
+    :class:`~inductor_perf.fastpath.worker.Worker`)."""
     window = window_of(seen.w0, seen.w1, seen.kernels)
     tk = TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)  # is_kernel: idle attribution never reads it
     after: list[Any] = []

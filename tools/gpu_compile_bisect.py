@@ -7,7 +7,8 @@ Inductor and Triton caches) once per variant, in an order that rotates from roun
     inductor+no_autograd_cache    plain Inductor with the AOTAutograd cache off, as we run it
     inductor_perf                 ours
     inductor_perf+no_markers      ours without the record_function markers in the wrapper
-    inductor_perf+no_tagging      ours with INDUCTOR_PERF_DISABLE_TAGGING=1 (compat check, then compile_fx)
+    inductor_perf+no_tagging      ours with INDUCTOR_PERF_DISABLE_TAGGING=1 (the compile workers started,
+                                  our torch check, then compile_fx as Inductor calls it)
 
     python3 tools/gpu_compile_bisect.py --device cuda --budget-s 200 --json OUT/bisect.json
 """
