@@ -135,10 +135,11 @@ def warm_compile_pool(example_inputs: Sequence[Any]) -> None:
     """Start Inductor's Triton compile workers now when the graph has a GPU input.
 
     Inductor compiles a Triton kernel in a worker only once its pool answers; until then it compiles
-    in this process, one kernel after another. torch's own registered ``"inductor"`` backend starts
-    the pool first thing; ``compile_fx`` wakes it only after what runs before it, here our torch
-    check. Starting it here gives the pool that time. A CPU graph starts nothing (Inductor does not
-    either), and a torch without the internal skips it: it only saves time."""
+    in this process, one kernel after another. ``compile_fx`` wakes the pool when it starts, after
+    what runs before it, here our first-compile torch check; started here, the pool comes up while
+    the check runs (torch's registered ``"inductor"`` backend function likewise starts it first
+    thing). A CPU graph starts nothing (``compile_fx`` does not either), and a torch without the
+    internal skips it: it only saves time."""
     if not any(getattr(getattr(e, "device", None), "type", None) in ("cuda", "xpu") for e in example_inputs):
         return
     try:
