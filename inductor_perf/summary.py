@@ -426,7 +426,7 @@ class Counts:
     skipped: dict[str, int]
 
 
-def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, Any], graph_launches: bool,
+def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, Any] | None, graph_launches: bool,
              totals: _Totals, cov: tuple[float | None, list[Any], float | None], dtype: str,
              distributed: dict[str, Any] | None,
              *, device: Any, top: int, label: str | None, device_note: str | None,
@@ -434,7 +434,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     """The :class:`Summary` of a trace's kernels (``tk``), busy ``window`` (:func:`busy_window`),
     launching threads, per-kernel sums (``totals``), coverage (:func:`coverage`) and headline dtype.
     ``idle``: :func:`~inductor_perf.summary_idle.idle_tables` of the same, when it was computed
-    already (by the streaming summary's helper process)."""
+    already (by the streaming summary's helper process; ``launcher`` may be None then)."""
     kernels = tk.kernels
     busy, kernel_time = window.busy, sum(k.dur for k in kernels)
     peak = _device_peaks(device, dtype)

@@ -229,8 +229,6 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         return got
 
     sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
-    # with a helper, the idle tables (the launchers' and the window's kernels' only reader) are its
-    launcher = _launchers(seen) if helper is None else None
     for k, i in zip(seen.kernels, seen.kernel_index):
         if apply:
             cost, lab = costs.get(i), labels.get(i)
@@ -260,18 +258,19 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     counts = Counts(seen.total, seen.used, dict(seen.skipped))
     if light:  # never a helper
         window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
-        return assemble_light(tk, counts, window, launcher, totals, distributed_info(header), top=top,
-                              label=label_of(header)), device
+        return assemble_light(tk, counts, window, _launchers(seen), totals, distributed_info(header),
+                              top=top, label=label_of(header)), device
+    # the idle tables are the launchers' and the window's kernels' only reader: with a helper, its own
     idle = helper.result() if helper is not None else None
+    launcher = None
     if idle is not None:
         rows, count, idle_rows, after, (busy, spans) = idle
         window = _helped_window(seen, busy, spans)
         kernels = seen.kernels
         idle = with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count, idle_rows
-    else:
+    else:  # no helper, or it failed
         window = window_of(seen.w0, seen.w1, seen.kernels)
-        if launcher is None:  # the helper failed
-            launcher = _launchers(seen)
+        launcher = _launchers(seen)
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     summary = assemble(tk, counts, window, launcher, seen.graph_launches,
                        totals, cov.result(sum(k.dur for k in seen.kernels), top), dtype_of_weights(weights),

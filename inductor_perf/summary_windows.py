@@ -135,8 +135,9 @@ def _release(raw: Any, lo: int, hi: int) -> None:
 
 class Windows:
     """The events of the ``traceEvents`` array of ``raw``, a window of about :data:`WINDOW_BYTES`
-    at a time (:meth:`__iter__` yields each as a parsed list: dicts, or with ``typed`` envelopes; afterwards :attr:`header` is the trace's
-    object with ``traceEvents`` empty), and :meth:`load` to parse one event again by its index.
+    at a time (:meth:`__iter__` yields each as a parsed list: dicts, or with ``typed`` envelopes;
+    afterwards :attr:`header` is the trace's object with ``traceEvents`` empty), and :meth:`load` to
+    parse one event again by its index.
 
     Each window's text is parsed as one array, so its events are exactly the array's elements; the
     byte span of each event is found (by the separator regex of :mod:`trace_format`) only for a

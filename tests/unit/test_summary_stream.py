@@ -25,7 +25,6 @@ from inductor_perf.errors import TraceFormatError
 from inductor_perf.summary_files import summarize_file, trace_label
 
 
-
 @pytest.fixture(autouse=True)
 def small_windows(monkeypatch):
     monkeypatch.setattr(summary_windows, "WINDOW_BYTES", 4096)
