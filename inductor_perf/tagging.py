@@ -369,7 +369,7 @@ def _attribution(nodes: Sequence[torch.fx.Node],
                 return param.rpartition(".")[0], param, None
     lead = _lead_node(nodes)
     if lead is not None and not _has_origin(lead):
-        lead = _first_user_with_origin(nodes) or lead
+        lead = _first_user_with_origin(nodes) or _nearest_input_with_origin(nodes) or lead
     stack = lead.meta.get("stack_trace") if lead is not None else None
     return (node_module_path(lead) if lead is not None else None), innermost_frame(stack), stack
 
@@ -394,6 +394,27 @@ def _first_user_with_origin(nodes: Sequence[torch.fx.Node], depth: int = 4) -> t
                     return u
                 seen.add(u)
                 nxt.append(u)
+        frontier = nxt
+    return None
+
+
+def _nearest_input_with_origin(nodes: Sequence[torch.fx.Node], depth: int = 4) -> torch.fx.Node | None:
+    """For a kernel whose nodes Inductor made up and whose outputs only leave the graph (torch 2.11's
+    post-grad pass folds a tied weight's two gradients, ``add(acc, mm(a, b))``, into an ``addmm``
+    with no origin), the nearest inputs that have one, breadth first within ``depth`` hops, and among
+    them the :func:`_lead_node`."""
+    seen = set(nodes)
+    frontier = list(nodes)
+    for _ in range(depth):
+        nxt = []
+        for n in frontier:
+            for a in n.all_input_nodes:
+                if a not in seen:
+                    seen.add(a)
+                    nxt.append(a)
+        found = [a for a in nxt if _has_origin(a)]
+        if found:
+            return _lead_node(found)
         frontier = nxt
     return None
 

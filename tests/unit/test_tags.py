@@ -177,6 +177,32 @@ def test_kernel_reading_only_graph_inputs_belongs_to_its_first_parameter() -> No
     assert _attribution([x, w], {}) == (None, None, None)  # names unknown: as before
 
 
+def test_made_up_kernel_whose_output_leaves_the_graph_belongs_to_its_nearest_input() -> None:
+    """torch 2.11 folds a tied weight's two gradients, add(acc, mm(a, b)), into an addmm with no
+    stack trace and no module whose only user is the graph's output (GPT-2's wte/lm_head): it goes
+    to the nearest inputs that have an origin, the one doing the most work among them."""
+    import torch
+
+    from inductor_perf.tagging import _attribution
+
+    g = torch.fx.Graph()
+    acc_in, a, b = g.placeholder("tangents_1"), g.placeholder("permute_6"), g.placeholder("view_21")
+    acc = g.call_function(torch.ops.aten.mul.Tensor, (acc_in, 2.0))
+    acc.meta.update(stack_trace='  File "/m/model.py", line 7, in forward\n    e = self.wte(ids)\n',
+                    fwd_nn_module_stack={"wte": ("L['self'].wte", torch.nn.Embedding)})
+    mm = g.call_function(torch.ops.aten.addmm.default, (acc, a, b))  # made up: no meta
+    g.output((mm,))
+    module, source, stack = _attribution([mm], {})
+    assert (module, source) == ("wte", "/m/model.py:7")
+    assert "self.wte(ids)" in stack
+    # nothing with an origin within reach: unknown, as before
+    lone = torch.fx.Graph()
+    p = lone.placeholder("x")
+    op = lone.call_function(torch.ops.aten.relu.default, (p,))
+    lone.output((op,))
+    assert _attribution([op], {}) == (None, None, None)
+
+
 def test_parameter_names_never_raise(caplog) -> None:
     import logging
 
