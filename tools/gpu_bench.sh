@@ -8,7 +8,7 @@ for b in ${BENCHES:-step capture compile}; do
   case "$b" in
     step)    timeout "${STEP_S:-150}" python3 bench/bench_step.py --device cuda --rounds "${STEP_ROUNDS:-24}" --json "$B/step.json" ;;
     capture) timeout "${CAPTURE_S:-120}" python3 bench/bench_capture.py --device cuda --json "$B/capture.json" ;;
-    compile) timeout "${COMPILE_S:-200}" python3 bench/bench_compile.py --device cuda --rounds 4 \
+    compile) timeout "${COMPILE_S:-200}" python3 bench/bench_compile.py --device cuda --rounds "${COMPILE_ROUNDS:-4}" \
                --budget-s "${COMPILE_BUDGET_S:-150}" --json "$B/compile.json" ;;
     # not in the default set: cold compiles of Inductor and of our backend with one switch off at a time
     bisect)  timeout "${BISECT_S:-300}" python3 tools/gpu_compile_bisect.py --device cuda --rounds 4 \

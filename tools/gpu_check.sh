@@ -3,6 +3,8 @@
 #
 #   OUT=/tmp/gpu tools/gpu_check.sh [PHASE ...]     phases: tests zoo ncu bench integration
 #                                                   (default: all, in that order)
+#   INTEGRATION_JOBS=8 ... integration              the integration tier, 8 test files at a time
+#                                                   (default: half the cores)
 #
 # The machine has torch (CUDA) and triton installed and no package registry: this installs us from
 # the working tree with --no-index (see CONTRIBUTING.md, "Testing on a GPU machine"), plus any
@@ -73,9 +75,18 @@ for phase in "${phases[@]}"; do
       B="$W/bench" timeout "$t" bash -c "${BENCH_CMD:-tools/gpu_bench.sh}" > "$W/bench/bench.log" 2>&1
       tail -60 "$W/bench/bench.log" | tee -a "$OUT/digest.txt" ;;
     integration)
-      timeout "$t" python3 -m pytest -q -ra -p no:cacheprovider -x tests/integration ${INTEGRATION_ARGS:-} \
-        --tb=short -p no:logging > "$W/pytest_integration.log" 2>&1
-      grep -E "^(E |FAILED|ERROR)|passed|failed" "$W/pytest_integration.log" | head -60 | tee -a "$OUT/digest.txt" ;;
+      # one pytest per test file, INTEGRATION_JOBS (default: half the cores) at a time: in one process
+      # the tier never ended within a call there. Each stops at the phase's deadline, with its own
+      # log. No -p no:logging here: the tier's caplog tests need that plugin.
+      mkdir -p "$W/integration"
+      export IT_END=$(( $(date +%s) + t )) IT_DIR="$W/integration" IT_ARGS="${INTEGRATION_ARGS:-}"
+      ls tests/integration/test_*.py | xargs -P "${INTEGRATION_JOBS:-$(( ($(nproc) + 1) / 2 ))}" -I{} bash -c '
+        f={}; n=$(basename "$f" .py); rem=$(( IT_END - $(date +%s) ))
+        if [ "$rem" -lt 10 ]; then echo "$n: not started, no time left"; exit 0; fi
+        timeout "$rem" python3 -m pytest -q -ra -p no:cacheprovider "$f" $IT_ARGS --tb=short \
+          > "$IT_DIR/$n.log" 2>&1
+        echo "$n: rc=$? $(tail -1 "$IT_DIR/$n.log")"' | tee -a "$OUT/digest.txt"
+      grep -hE "^(E |FAILED|ERROR)" "$W"/integration/*.log | head -60 | tee -a "$OUT/digest.txt" ;;
     *) say "unknown phase $phase" ;;
   esac
 done
