@@ -20,7 +20,7 @@ import os
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
@@ -379,22 +379,32 @@ def _has_origin(node: torch.fx.Node) -> bool:
     return bool(meta.get("stack_trace") or meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack"))
 
 
-def _first_user_with_origin(nodes: Sequence[torch.fx.Node], depth: int = 4) -> torch.fx.Node | None:
-    """For a kernel whose nodes Inductor made up (the RNG seeds that dropout reads: no user line,
-    no module), the nearest node downstream that has them, breadth first within ``depth`` hops."""
+def _hops(nodes: Sequence[torch.fx.Node], neighbours: Callable[[torch.fx.Node], Iterable[torch.fx.Node]],
+          depth: int) -> Iterator[list[torch.fx.Node]]:
+    """The nodes 1, 2, ... ``depth`` hops away from ``nodes`` along ``neighbours``, one list per hop,
+    each in the order found, none twice."""
     seen = set(nodes)
     frontier = list(nodes)
     for _ in range(depth):
         nxt = []
         for n in frontier:
-            for u in n.users:
-                if u in seen:
-                    continue
-                if _has_origin(u):
-                    return u
-                seen.add(u)
-                nxt.append(u)
+            for m in neighbours(n):
+                if m not in seen:
+                    seen.add(m)
+                    nxt.append(m)
+        if not nxt:
+            return
+        yield nxt
         frontier = nxt
+
+
+def _first_user_with_origin(nodes: Sequence[torch.fx.Node], depth: int = 4) -> torch.fx.Node | None:
+    """For a kernel whose nodes Inductor made up (the RNG seeds that dropout reads: no user line,
+    no module), the nearest node downstream that has them, breadth first within ``depth`` hops."""
+    for hop in _hops(nodes, lambda n: n.users, depth):
+        for u in hop:
+            if _has_origin(u):
+                return u
     return None
 
 
@@ -403,19 +413,10 @@ def _nearest_input_with_origin(nodes: Sequence[torch.fx.Node], depth: int = 4) -
     post-grad pass folds a tied weight's two gradients, ``add(acc, mm(a, b))``, into an ``addmm``
     with no origin), the nearest inputs that have one, breadth first within ``depth`` hops, and among
     them the :func:`_lead_node`."""
-    seen = set(nodes)
-    frontier = list(nodes)
-    for _ in range(depth):
-        nxt = []
-        for n in frontier:
-            for a in n.all_input_nodes:
-                if a not in seen:
-                    seen.add(a)
-                    nxt.append(a)
-        found = [a for a in nxt if _has_origin(a)]
+    for hop in _hops(nodes, lambda n: n.all_input_nodes, depth):
+        found = [a for a in hop if _has_origin(a)]
         if found:
             return _lead_node(found)
-        frontier = nxt
     return None
 
 
