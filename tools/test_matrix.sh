@@ -115,7 +115,7 @@ tier() {  # VERSION: run the tier in its venv
 
 status=0
 declare -A running=()  # pid -> version
-reap() {  # wait for one running tier to end, print its output
+reap() {  # wait for one running tier to end, print its output (wait -n -p: bash 5.1 or later)
   local pid rc
   wait -n -p pid "${!running[@]}"
   rc=$?
