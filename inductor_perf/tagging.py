@@ -430,8 +430,7 @@ def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:
     """
     scored = []
     for n in nodes:
-        meta = n.meta
-        if not (meta.get("stack_trace") or meta.get("nn_module_stack") or meta.get("fwd_nn_module_stack")):
+        if not _has_origin(n):
             continue
         c = costs.node_cost(n)
         scored.append((n, node_module_path(n), _hint(c.matmul_flops), _hint(c.flops)))

@@ -20,6 +20,7 @@ import json
 import os
 import statistics
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
@@ -48,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         order = order[r % len(order):] + order[:r % len(order)]
         for i in order:
             b, v = CASES[i]
-            with bench_compile.tempfile.TemporaryDirectory(prefix="bisect_") as cache:
+            with tempfile.TemporaryDirectory(prefix="bisect_") as cache:
                 times[names[i]].append(bench_compile._child(b, args.device, "block", cache, v)["seconds"])
         longest = max(longest, time.perf_counter() - t0)
         print(f"round {r + 1}: " + ", ".join(f"{n} {times[n][-1]:.2f}" for n in names), file=sys.stderr, flush=True)
