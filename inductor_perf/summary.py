@@ -156,42 +156,54 @@ class _Totals:
         and those that do (its achieved % of each peak, its roofline bound). ``accs``: its
         :meth:`accs`, when the caller has them."""
         dur = k.dur
-        self.split[kind] += dur
         self.kinds[id(k)] = kind
-        flop, gb, bad, source, module, dtype, mkey, lkey = st
-        self.bad_args += bad
+        self.add_group(kind, st, accs if accs is not None else self.accs(k.name, kind, st[6], st[7]), 1, dur,
+                       None if fpct is None else fpct * dur, None if bpct is None else bpct * dur,
+                       {bound: dur} if isinstance(bound, str) and bound else None, [k])
+
+    def add_group(self, kind: str, st: tuple, accs: tuple[_KernelAcc, _Acc, _Acc], n: int, time: float,
+                  fp: float | None, bp: float | None, bounds: dict[str, float] | None, members: list[_Ev],
+                  fp_time: float | None = None, bp_time: float | None = None) -> None:
+        """Sum ``n`` kernels of one name, ``kind`` and :func:`static_sums` ``st`` at once (``members``,
+        which the caller has put in :attr:`kinds`): ``time`` their total duration; ``fp`` / ``bp`` the
+        sums of achieved % x duration over those that carry it (None: none does), whose durations
+        sum to ``fp_time`` / ``bp_time`` (default ``time``); ``bounds`` the duration by roofline
+        bound. The same sums as adding them one by one, but for the order of the float additions."""
+        self.split[kind] += time
+        flop, gb, bad, source, module, dtype, _, _ = st
+        self.bad_args += bad * n
         if flop is not None:
-            self.flop += flop
-            self.flop_known_time += dur
+            self.flop += flop * n
+            self.flop_known_time += time
             self.any_flop = True
         if gb is not None:
-            self.gb += gb
+            self.gb += gb * n
             self.any_gb = True
-        a, g, line = accs if accs is not None else self.accs(k.name, kind, mkey, lkey)
-        if fpct is not None:
-            a.fpct[0] += fpct * dur
-            a.fpct[1] += dur
-        if bpct is not None:
-            a.bpct[0] += bpct * dur
-            a.bpct[1] += dur
-        if isinstance(bound, str) and bound:
-            a.bound[bound] += dur
+        a, g, line = accs
+        if fp is not None:
+            a.fpct[0] += fp
+            a.fpct[1] += time if fp_time is None else fp_time
+        if bp is not None:
+            a.bpct[0] += bp
+            a.bpct[1] += time if bp_time is None else bp_time
+        for bound, t in (bounds or {}).items():
+            a.bound[bound] += t
         if source is not None:
-            a.source[source] += dur
+            a.source[source] += time
         if module is not None:
-            a.module[module] += dur
+            a.module[module] += time
         if dtype is not None:
-            a.dtype[dtype] += dur
+            a.dtype[dtype] += time
         for acc in (a, g, line):  # each one's running sums, inline: no call per sum
-            acc.count += 1
-            acc.time += dur
-            acc.members.append(k)
+            acc.count += n
+            acc.time += time
+            acc.members += members
             if flop is not None:
-                acc.flop = (acc.flop or 0) + flop
-                acc.flop_time += dur
+                acc.flop = (acc.flop or 0) + flop * n
+                acc.flop_time += time
             if gb is not None:
-                acc.gb = (acc.gb or 0.0) + gb
-                acc.gb_time += dur
+                acc.gb = (acc.gb or 0.0) + gb * n
+                acc.gb_time += time
 
     def accs(self, name: str, kind: str, mkey: str, lkey: str) -> tuple[_KernelAcc, _Acc, _Acc]:
         """The sums a kernel adds to: its name's (made with ``kind`` on first use), its module's

@@ -110,8 +110,9 @@ class Coverage:
                 op if isinstance(op, str) and op else None, why if isinstance(why, str) and why else None,
                 evs.LAUNCH_OP in args)
 
-    def add_digest(self, name: str, dur: float, d: tuple) -> None:
-        """Count one kernel of ``dur`` whose args' :meth:`digest` is ``d``."""
+    def add_digest(self, name: str, dur: float, d: tuple, n: int = 1) -> None:
+        """Count one kernel of ``dur`` whose args' :meth:`digest` is ``d`` (or ``n`` kernels of this
+        name and digest, ``dur`` their total duration)."""
         costed, augmented, joined, lower, op, why, launched = d
         self.any = True
         if augmented:
@@ -127,7 +128,7 @@ class Coverage:
         g = self.groups.get(key)
         if g is None:
             g = self.groups[key] = [0, 0.0, {}]
-        g[0] += 1
+        g[0] += n
         g[1] += dur
         g[2][name] = g[2].get(name, 0.0) + dur
 

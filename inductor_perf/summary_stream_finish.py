@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from . import events as evs
 from .cost_args import roof_figures
-from .fastpath.render import _IN_RANGE, _SAFE_INT, achieved_inline, binding_roof
+from .fastpath.render import _IN_RANGE, _SAFE_INT, achieved_pcts, binding_roof
 from .kernel_kinds import KIND_COLLECTIVE
 from .summary import static_sums
 from .summary_coverage import Coverage
@@ -73,15 +73,17 @@ def _kept(args: dict) -> dict:
 
 
 class _Sums:
-    """Sums a kernel with a (non-collective) cost and no args of its own without building its args.
+    """Sums the kernels with a (non-collective) cost and no args of its own without building their args.
 
-    Of the args :func:`~inductor_perf.cost_args.args_for` and the label would give it, all that the
-    totals (:meth:`~inductor_perf.summary._Totals.add_parts`), the coverage and the headline dtype
-    read is the same for every kernel of one (cost, label, name, category), and is digested once;
-    only the achieved % and the roofline bound depend on the kernel's duration. They are computed
-    from it as ``args_for`` computes them: by the inline roofline of :mod:`inductor_perf.fastpath.render`
+    Of the args :func:`~inductor_perf.cost_args.args_for` and the label would give a kernel, all that
+    the totals (:meth:`~inductor_perf.summary._Totals.add_group`), the coverage and the headline dtype
+    read is the same for every kernel of one (cost, label, name, category): a *digest*, made once.
+    Only the achieved % and the roofline bound depend on the kernel's duration. They are computed from
+    it as ``args_for`` computes them: by the inline roofline of :mod:`inductor_perf.fastpath.render`
     (``augment``'s, checked against :func:`roofline.classify`) where its ranges hold, else by
-    :func:`~inductor_perf.cost_args.roof_figures`. So the sums are those of summing the args."""
+    :func:`~inductor_perf.cost_args.roof_figures`. Each digest's kernels are summed among themselves
+    (:meth:`add`) and the digests added to the totals at the end (:meth:`fold`): the sums of summing the
+    args one kernel at a time, within float rounding (the additions come in another order)."""
 
     def __init__(self, totals: Any, cov: Coverage, weights: dict[str, list[float]],
                  static_of: Callable[[Any], tuple]) -> None:
@@ -91,7 +93,7 @@ class _Sums:
         The costs are alive for as long as this is (their ids are not reused)."""
 
     def add(self, k: Any, cost: Any, lab: dict | None) -> bool:
-        """Sum ``k``; False when its kind of kernel needs its args."""
+        """Sum ``k`` into its digest; False when its kind of kernel needs its args."""
         try:
             key = (id(cost), tuple(lab.items()) if lab else None, k.name, k.cat)
             d = self.digests.get(key, False)
@@ -101,25 +103,30 @@ class _Sums:
             d = self.digests[key] = self._digest(k, lab, self.static_of(cost))
         if d is None:
             return False
-        kind, st, accs, weight, cov, kept, flops, nbytes, peak, bw, roof, inline = d
+        kind, kept, flops, nbytes, peak, bw, roof, inline, group, bounds, members, _ = d
         dur = k.dur
         if inline and _IN_RANGE[0] <= dur <= _IN_RANGE[1]:
-            a = achieved_inline(flops, nbytes, dur, peak, bw, roof)
-            fpct, bpct, bound = a[evs.ACHIEVED_FLOPS_PCT], a[evs.ACHIEVED_BANDWIDTH_PCT], a[evs.ROOFLINE_BOUND]
+            fpct, bpct, bound = achieved_pcts(flops, nbytes, dur, peak, bw, roof)
         else:
             fpct, bpct, bound = roof_figures(flops, nbytes, dur, peak, bw)
-        self.totals.add_parts(k, kind, st, fpct, bpct, bound, accs)
-        if weight is not None:  # add_weight(), inlined: its dtype's running sums, this kernel's FLOPs
-            acc, mm, fl = weight
-            acc[0] += mm
-            acc[1] += fl
-        self.cov.add_digest(k.name, dur, cov)
+        group[0] += dur
+        if fpct is not None:
+            group[1] += fpct * dur
+            group[2] += dur
+        if bpct is not None:
+            group[3] += bpct * dur
+            group[4] += dur
+        bounds[bound] = bounds.get(bound, 0.0) + dur
+        members.append(k)
+        self.totals.kinds[id(k)] = kind
         k.args = kept
         return True
 
     def _digest(self, k: Any, lab: dict | None, got: tuple) -> tuple | None:
-        """What :meth:`add` needs of a kernel of this (cost, label, name, category); ``got``:
-        :func:`_static` of the cost. None: the kernel is to be summed from its args."""
+        """What :meth:`add` needs of a kernel of this (cost, label, name, category), with the digest's
+        running sums (duration; achieved % x duration and duration for each % it carries), its
+        duration by bound and its kernels; ``got``: :func:`_static` of the cost. None: the kernel is
+        to be summed from its args."""
         head, tail, flops, nbytes, peak, bw = got
         if lab and not _DYNAMIC.isdisjoint(lab):
             return None
@@ -132,12 +139,32 @@ class _Sums:
                   and 0 <= flops < _SAFE_INT and 0 <= nbytes < _SAFE_INT)
         roof = binding_roof(flops, nbytes, peak, bw) if inline else None
         st = static_sums(args)
-        # made now, as the first kernel of this digest is summed: the order the sums are made in
-        # stays the kernels' order
+        # made now, as the first kernel of this digest is summed: the tables' rows and the dtypes'
+        # running sums are made in the kernels' order
         accs = self.totals.accs(k.name, kind, st[6], st[7])
         dw = dtype_weight(args)
         weight = None if dw is None else (self.weights.setdefault(dw[0], [0.0, 0.0]), dw[1], dw[2])
-        return (kind, st, accs, weight, Coverage.digest(args), _kept(args), flops, nbytes, peak, bw, roof, inline)
+        folded = (k.name, st, accs, weight, Coverage.digest(args))
+        return (kind, _kept(args), flops, nbytes, peak, bw, roof, inline, [0.0, 0.0, 0.0, 0.0, 0.0], {}, [], folded)
+
+    def fold(self) -> None:
+        """Add each digest's sums to the totals, the coverage and the dtype weights, in the order the
+        digests were made; then forget them."""
+        for d in self.digests.values():
+            if d is None or not d[10]:
+                continue
+            kind, (time, fp, fp_time, bp, bp_time), bounds, members, (name, st, accs, weight, cov) = (
+                d[0], d[8], d[9], d[10], d[11])
+            n = len(members)
+            # a kernel's duration is positive: a sum of durations is 0 only when no kernel added to it
+            self.totals.add_group(kind, st, accs, n, time, fp if fp_time else None, bp if bp_time else None,
+                                  bounds, members, fp_time, bp_time)
+            if weight is not None:  # add_weight(), n times: its dtype's running sums, these kernels' FLOPs
+                acc, mm, fl = weight
+                acc[0] += mm * n
+                acc[1] += fl * n
+            self.cov.add_digest(name, time, cov, n)
+        self.digests.clear()
 
 
 def _launchers(seen: Any) -> dict[int, Any]:
@@ -253,6 +280,8 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
             cov.add(k.name, k.dur, args)
         if totals.kinds[id(k)] != KIND_COLLECTIVE:
             k.args = _kept(args)
+    if sums is not None:
+        sums.fold()
     del costs, labels
     tk = trace_kernels(seen, roots)
     counts = Counts(seen.total, seen.used, dict(seen.skipped))

@@ -77,6 +77,15 @@ def decode_envelopes(text: bytes) -> list[Any] | None:
 
 
 # --- Reading the file in windows -------------------------------------------------------------------
+def _array_text(raw: Any, pos: int, end: int) -> bytes:
+    """``raw[pos:end]`` (elements of an array) as one JSON array, in one copy: ``b"[" + raw[pos:end] +
+    b"]"`` makes three, ~0.25 s of the 1M-event trace's ~0.9 s of windows."""
+    if end <= pos:
+        return b"[]"
+    with memoryview(raw) as whole, whole[pos:end] as part:
+        return b"".join((b"[", part, b"]"))
+
+
 @contextlib.contextmanager
 def mapped_text(path: str) -> Iterator[Any]:
     """A read-only map of the trace's JSON text: the file itself, or for a ``.gz`` file a temporary
@@ -211,7 +220,7 @@ class Windows:
                 body_end = cut.start() + 1
             if tf.events_key_in(raw, pos, body_end):
                 raise _Layout()
-            text = b"[" + raw[pos:body_end] + b"]" if body_end > pos else b"[]"
+            text = _array_text(raw, pos, body_end)
             parsed = decode_envelopes(text) if self.typed else None
             self.enveloped = parsed is not None
             if parsed is None:

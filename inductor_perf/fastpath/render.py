@@ -98,17 +98,23 @@ def achieved_inline(flops: int, nbytes: int, dur_us: float, peak_tflops: float, 
                     roof: str | None) -> dict[str, Any]:
     """The args of :func:`args_inline` that depend on the event: the achieved rates and fractions of
     peak, and the bound."""
+    flops_pct, bandwidth_pct, bound = achieved_pcts(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs, roof)
+    return {evs.ACHIEVED_TFLOPS: flops / (dur_us * 1e6), evs.ACHIEVED_GBPS: nbytes / (dur_us * 1e3),
+            evs.ACHIEVED_FLOPS_PCT: flops_pct, evs.ACHIEVED_BANDWIDTH_PCT: bandwidth_pct, evs.ROOFLINE_BOUND: bound}
+
+
+def achieved_pcts(flops: int, nbytes: int, dur_us: float, peak_tflops: float, bandwidth_gbs: float,
+                  roof: str | None) -> tuple[float, float, str]:
+    """(achieved % of the peak, % of the bandwidth, roofline bound) of :func:`achieved_inline`, the
+    three its caller sums (the streaming summary, per kernel)."""
     # classify's own expressions (FLOP/µs/1e6 = TFLOP/s, B/µs/1e3 = GB/s), for identical floats
     flops_pct = 100.0 * (flops / dur_us / 1e6) / peak_tflops
     bandwidth_pct = 100.0 * (nbytes / dur_us / 1e3) / bandwidth_gbs
     if roof is None:
-        bound = "latency"  # nothing measurable done in a measured time: pure overhead
-    else:
-        pct = flops_pct if roof == "compute" else bandwidth_pct
-        small = dur_us < _LATENCY_US or nbytes < _LATENCY_BYTES
-        bound = "latency" if pct < _LATENCY_PCT and small else roof
-    return {evs.ACHIEVED_TFLOPS: flops / (dur_us * 1e6), evs.ACHIEVED_GBPS: nbytes / (dur_us * 1e3),
-            evs.ACHIEVED_FLOPS_PCT: flops_pct, evs.ACHIEVED_BANDWIDTH_PCT: bandwidth_pct, evs.ROOFLINE_BOUND: bound}
+        return flops_pct, bandwidth_pct, "latency"  # nothing measurable done in a measured time: pure overhead
+    pct = flops_pct if roof == "compute" else bandwidth_pct
+    small = dur_us < _LATENCY_US or nbytes < _LATENCY_BYTES
+    return flops_pct, bandwidth_pct, "latency" if pct < _LATENCY_PCT and small else roof
 
 
 Hint = tuple  # (close, cat, dur, args_nonempty)
