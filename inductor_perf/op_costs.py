@@ -239,6 +239,45 @@ class CostJoin(LaunchIndex):
                 return
         self._apply(i, args, result)
 
+    def outcome(self, i: int, name: str) -> tuple | None:
+        """What :meth:`cost_of` recorded for CPU op ``i`` named ``name`` whose args carry no cost marks,
+        when that depends on nothing but the name and the recorded inputs (``Input Dims``, ``Input
+        type``, ``Concrete Inputs``, as :attr:`_roles`' memo has it): :meth:`replay` records the same for
+        another op of that name and inputs. None otherwise (a TBE op, a collective's scope, an op left
+        pending for the parent)."""
+        got = self._roles.get(name)
+        if got is None:
+            return None
+        role, name_obj, _ = got
+        if role is _NO_COST:
+            return (name_obj, None, None)
+        if role is not _COSTED:
+            return None
+        if i in self.recognized:
+            own = self.own.get(i)
+            if own is not None:
+                return (name_obj, True, own)
+            failed = self.failed.get(i)
+            return (name_obj, False, failed) if failed is not None else None
+        if i in self.own:
+            return None
+        pending = self.pending.get(self._key)
+        if pending is not None and pending[2] and pending[2][-1] == i:
+            return None  # left to the parent (PENDING): a later op of these inputs is pending too
+        return (name_obj, None, None)  # no formula for it, or nothing to cost
+
+    def replay(self, i: int, outcome: tuple) -> None:
+        """Record for CPU op ``i`` the :meth:`outcome` of another, as :meth:`cost_of` would."""
+        name_obj, own, value = outcome
+        self.names[i] = name_obj
+        if own is None:
+            return
+        self.recognized.add(i)
+        if own:
+            self.own[i] = value
+        else:
+            self.failed[i] = value
+
     def _op_result(self, name: str, args: dict) -> Any:
         """The memoized :func:`op_cost_or_reason` of an op (an EventCost for a cost)."""
         # Steps repeat the same layers: memoize by the recorded inputs (repr is a cheap,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from array import array
+from functools import lru_cache
 from typing import Any, Callable
 
 from . import events as evs
@@ -64,6 +65,58 @@ def _decoding() -> tuple[Callable[[Any], Any], Any]:
     got = envelope_decoder()
     return orjson.loads, got[2] if got is not None else None
 
+@lru_cache(maxsize=None)
+def _op_args_decoder() -> tuple[Any, Any, Any] | None:
+    """(the decoder of a CPU op's args text into what its cost depends on, its error type,
+    ``msgspec.UNSET``); None without msgspec. It decodes the External id, keeps the recorded inputs
+    (``Input Dims``, ``Input type``, ``Concrete Inputs``) as their text, notes the cost marks
+    (:data:`_OP_MARKS`), and skips every other member unread."""
+    try:
+        import msgspec
+    except ImportError:
+        return None
+    unset = msgspec.UNSET
+    fields = [("ext", Any, unset), ("dims", msgspec.Raw, unset), ("types", msgspec.Raw, unset),
+              ("concrete", msgspec.Raw, unset)] + [(f"m{j}", msgspec.Raw, unset) for j in range(len(_OP_MARKS))]
+    rename = {"ext": "External id", "dims": "Input Dims", "types": "Input type", "concrete": "Concrete Inputs",
+              **{f"m{j}": m for j, m in enumerate(_OP_MARKS)}}
+    return msgspec.json.Decoder(msgspec.defstruct("OpArgs", fields, rename=rename, gc=False)), msgspec.DecodeError, unset
+
+
+_OP_MARKS = (evs.KERNEL_FLOP, evs.KERNEL_NUM_GB, evs.COST_SOURCE, evs.LAUNCH_OP)
+"""The args that make an op's cost more than its name and inputs: a cost of its own (``CostJoin._apply``)
+or a trace's own costs (the pass's marks)."""
+
+
+def _op_args(name: str, text: Any, ops: dict, loads: Callable[[Any], Any]) -> tuple[Any, tuple | None, tuple | None]:
+    """A CPU op's args from their text ``text``: (its args, the :meth:`CostJoin.outcome
+    <inductor_perf.op_costs.CostJoin.outcome>` to replay for it or None, its signature to learn the
+    outcome by or None). With an outcome, the args are its External id alone: all that the join's
+    index and the pass read of an op's args once its cost is known (a step's or a host collective's
+    args are kept whole: :func:`_op_learns`). ``ops``: outcomes by signature, the op's name and the
+    text of its recorded inputs (the same text gives the same inputs)."""
+    decoder, error, unset = _op_args_decoder()  # type: ignore[misc]
+    try:
+        o = decoder.decode(text)
+    except error:  # not an object, or not JSON: orjson says which
+        return loads(memoryview(text)), None, None
+    if o.m0 is not unset or o.m1 is not unset or o.m2 is not unset or o.m3 is not unset:
+        return loads(memoryview(text)), None, None
+    sig = (name, None if o.dims is unset else bytes(o.dims), None if o.types is unset else bytes(o.types),
+           None if o.concrete is unset else bytes(o.concrete))
+    hit = ops.get(sig)
+    ext = o.ext
+    if hit is None or (type(ext) is int and not _INT_LO <= ext < _INT_HI):  # an int orjson reads as a float
+        return loads(memoryview(text)), None, sig
+    return (_NO_ARGS if ext is unset else {"External id": ext}), hit, None
+
+
+def _op_learns(name: str) -> bool:
+    """Whether the outcome of an op of this name may be replayed (:func:`_op_args`): not for a step
+    or a host collective, whose args the pass keeps."""
+    return not (name.startswith(_STEP_PREFIX) or name.startswith(_HOST_COLLECTIVES))
+
+
 # What the pass does with a category (_route's second item): nothing ("trace"), a device event kept
 # as a kernel, another device-side event (counted in the window only), a host event, a runtime call.
 _P_NONE, _P_KERNEL, _P_DEVICE, _P_HOST, _P_RUNTIME = 0, 1, 2, 3, 4
@@ -82,23 +135,34 @@ def _route(cat: str, seen: Any) -> tuple[int, int]:
 
 
 def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tuple[int, int]],
-               load: Callable[[int], Any] | None = None) -> int:
+               load: Callable[[int], Any] | None = None, ops: dict | None = None) -> int:
     """Feed ``batch``'s events, numbered from ``i``, to ``join`` (a ``CostJoin``) and ``seen`` (a
     ``_Pass``, or a diff's side: ``comparison.sides._Kept``) as ``join.index`` / ``join.cost`` and
     ``seen.add`` / ``seen.add_other`` would, in order; the index after the last one. ``routes``:
     :func:`_route` by category, filled here. ``load``: the batch is envelopes, and ``load(i)`` reads
-    event ``i`` whole (``Windows.load``), for the events not taken here."""
+    event ``i`` whole (``Windows.load``), for the events not taken here. ``ops`` (envelopes and a
+    ``_Pass`` only, which reads no more of an op's args than the join does): the CPU ops' cost outcomes
+    by signature (:func:`_op_args`), filled here; an op whose signature was seen is not decoded
+    whole, its outcome is replayed."""
     cost, other, later, scope = join.cost_of, seen.add_other, join.flows_later.append, join.add_scope
     by_thread, runtime_by_corr, graph_launches = join.by_thread, join.runtime_by_corr, join.graph_launches
     new_columns, host, (m0, m1, m2) = evs.new_columns, _take_host, _MARKS
     typed = load is not None
     loads, unset = _decoding()
+    if not typed or _op_args_decoder() is None:
+        ops = None
     n_kernels = used = 0
     lo, hi = float("inf"), float("-inf")
+    hit = sig = None
     for ev in batch:
         if typed:  # an envelope: its args decoded here (a flow has none)
             ph, args = ev.ph, ev.args
-            args = loads(memoryview(args)) if args is not unset and (ph == "X" or not seen.costed) else None
+            if args is unset or (ph != "X" and seen.costed):
+                args = None
+            elif ops is not None and ph == "X" and ev.cat == "cpu_op" and type(ev.name) is str:
+                args, hit, sig = _op_args(ev.name, args, ops, loads)
+            else:
+                args = loads(memoryview(args))
         elif type(ev) is dict:
             ph, args = ev.get("ph"), ev.get("args")
         else:
@@ -129,6 +193,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
                 or type(name) is not str or ts - ts != 0.0 or dur - dur != 0.0
                 or (type(pid) is not int and type(pid) is not str) or (type(tid) is not int and type(tid) is not str)):
             _by_methods(join, seen, i, load(i) if typed else ev)
+            hit = sig = None
             i += 1
             continue
         jk, pc = route
@@ -154,7 +219,16 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
                     graph_launches.add(i)
             else:
                 scope(i, jk, args)  # LaunchIndex.index's end for a scope, then its cost
-                cost(i, name, jk, args, ts)
+                if hit is not None:
+                    join.replay(i, hit)
+                    hit = None
+                else:
+                    cost(i, name, jk, args, ts)
+                    if sig is not None:
+                        got = join.outcome(i, name) if _op_learns(name) else None
+                        if got is not None:
+                            ops[sig] = got  # type: ignore[index]
+                        sig = None
         # --- the pass (_Pass.add)
         if not pc:
             i += 1

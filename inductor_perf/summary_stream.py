@@ -322,6 +322,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
     same state, faster), else by the methods themselves, event by event (what the tests compare it to)."""
     index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
     routes: dict[str, tuple[int, int]] = {}
+    ops: dict[tuple, tuple] = {}  # read_batch's CPU op outcomes by signature, across the windows
     if not fused:
         events.typed = False  # the methods take dicts
     for batch in events:
@@ -342,7 +343,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
                 stage(f"summarizing: {i:,} events read")
             continue
         if fused:
-            i = _read_batch(batch, i, join, seen, routes, events)
+            i = _read_batch(batch, i, join, seen, routes, events, ops)
         else:
             for ev in batch:
                 if type(ev) is dict and ev.get("ph") == "X":
@@ -360,14 +361,15 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
     return i
 
 
-def _read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events: Windows) -> int:
+def _read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events: Windows,
+                ops: dict | None = None) -> int:
     """:func:`~inductor_perf.summary_pass.read_batch` of a window of ``events``; :class:`_Layout` when an
     event's args that msgspec took are not strict JSON to orjson (a number past a double's range), as
     orjson parsing that window whole would have found."""
     import orjson
 
     try:
-        return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None)
+        return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None, ops)
     except orjson.JSONDecodeError:
         raise _Layout("not strict JSON") from None
 

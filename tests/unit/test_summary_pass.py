@@ -192,3 +192,38 @@ def test_odd_objects_as_envelopes_same_state(tmp_path):
     got = _assert_same(p)
     assert got["pass"]["costed"] is True
     assert got["enveloped"] == got["windows"] > 1, "odd objects read as envelopes, then whole where odd"
+
+
+def test_cpu_ops_replayed_by_signature_same_state(tmp_path, monkeypatch):
+    """A CPU op whose name and recorded inputs were seen before is not decoded whole: the join's
+    outcome for it (a cost, a reason, nothing to cost) is replayed. The state stays the methods',
+    and ops whose args say more than their inputs (cost marks, a step, a big External id) are read
+    whole every time."""
+    from inductor_perf.op_costs import CostJoin
+
+    replayed: list = []
+    replay = CostJoin.replay
+    monkeypatch.setattr(CostJoin, "replay", lambda self, i, got: (replayed.append(got[1]), replay(self, i, got)))
+    op = {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 8.0, "dur": 3.0,
+          "args": {"External id": 3, "Input Dims": [[4, 8], [8, 16]], "Input type": ["float", "float"],
+                   "Input Strides": [[8, 1], [16, 1]], "Sequence number": 7}}
+    ops = [op,
+           {**op, "args": {**op["args"], "Input Dims": [[4, 8], [9, 3]]}},  # a reason: bad shapes
+           {**op, "name": "aten::view", "args": {**op["args"], "External id": "x"}},  # nothing to cost
+           {**op, "args": {k: v for k, v in op["args"].items() if k != "External id"}},
+           {**op, "args": {**op["args"], "kernel_num_gb": 0.5}},  # a cost of its own
+           {**op, "args": {**op["args"], "External id": 2 ** 70}},  # an int orjson reads as a float
+           {**op, "name": "ProfilerStep#3"}]
+    events = []
+    for step in range(30):
+        events += [{**e, "ts": e["ts"] + 100.0 * step, "args": {**e["args"], "Sequence number": step}} for e in ops]
+    p = tmp_path / "ops.json"
+    p.write_text(json.dumps({"traceEvents": events + [{"ph": "X", "cat": "kernel", "name": "k", "pid": 0,
+                                                       "tid": 7, "ts": 9.0, "dur": 1.0, "args": {}}]}, indent=1))
+    got = _assert_same(p)
+    assert set(replayed) == {True, False, None}, "a cost, a reason and nothing to cost, each replayed"
+    # the first four kinds of op replayed, but for the first step's first three (the op without its
+    # External id has the first one's signature); the last three never
+    assert len(replayed) == 4 * 30 - 3
+    # costed: mm with its id, without it, with a cost of its own, with a big id; every step
+    assert len(got["join"]["own"]) == 4 * 30
