@@ -495,4 +495,4 @@ def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:
         return None
     # the busy window's spans are the union of all the kernels, as comm_view would merge them
     return ComputeSums([(s, e) for s, e, _, _ in window.merged], {k: g.time for k, g in totals.modules.items()},
-                       {k: g.time for k, g in totals.lines.items()})
+                       {k: g.time for k, g in totals.lines.items()}, window.busy)

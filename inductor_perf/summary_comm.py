@@ -132,7 +132,8 @@ def _host_collective(e: _Ev) -> tuple[str, int | None] | None:
 
 def _collectives(kernels: list[_Ev], kinds: dict[int, str],
                  host_events: list[_Ev]) -> tuple[str, list[tuple[_Ev, str, int | None, int | None]]]:
-    """The collectives as (event, op, S, group size), and where they were found."""
+    """The collectives as (event, op, S, group size), and where they were found. ``kernels`` empty:
+    none is a collective (the caller knows)."""
     found = []
     for k in kernels:
         if kinds.get(id(k)) == KIND_COLLECTIVE:
@@ -187,12 +188,13 @@ def _top(acc: dict[str, float]) -> dict[str, float]:
 @dataclass(frozen=True)
 class ComputeSums:
     """What the summary already knows of the kernels' time when none is a collective: their busy
-    spans merged, and their time by module and by source line (each summed in kernel order, as
-    :func:`comm_view` would sum it)."""
+    spans merged and their total length (summed in the spans' order, as :func:`comm_view` would sum
+    it), and their time by module and by source line (the summary's tables' sums)."""
 
     merged: list[tuple[float, float]]
     by_module: dict[str, float]
     by_line: dict[str, float]
+    busy: float
 
 
 def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
@@ -202,11 +204,11 @@ def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
     ``window_start`` is accepted for the streaming engine's symmetry (step offsets are the summary's).
     ``known``: given when no kernel is a collective, the compute time is not summed again."""
     del window_start  # spans are compared with each other only
-    source, found = _collectives(kernels, kinds, host_events)
+    source, found = _collectives(kernels if known is None else [], kinds, host_events)
     comm = _merge((ev.ts, ev.end) for ev, *_ in found)
     compute = (known.merged if known is not None else
                _merge((k.ts, k.end) for k in kernels if kinds.get(id(k)) != KIND_COLLECTIVE))
-    comm_us, compute_us = _length(comm), _length(compute)
+    comm_us, compute_us = _length(comm), (known.busy if known is not None else _length(compute))
     overlap = _intersection(comm, compute)
     view = CommView(source=source, comm_us=_r(comm_us), exposed_comm_us=_r(comm_us - overlap),
                     compute_us=_r(compute_us), active_us=_r(comm_us + compute_us - overlap),
