@@ -65,6 +65,7 @@ def _decoding() -> tuple[Callable[[Any], Any], Any]:
     got = envelope_decoder()
     return orjson.loads, got[2] if got is not None else None
 
+
 @lru_cache(maxsize=None)
 def _op_args_decoder() -> tuple[Any, Any, Any] | None:
     """(the decoder of a CPU op's args text into what its cost depends on, its error type,
@@ -219,6 +220,8 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
                     graph_launches.add(i)
             else:
                 scope(i, jk, args)  # LaunchIndex.index's end for a scope, then its cost
+                # hit and sig are this event's: only a cpu_op (an OP) sets them, and every cpu_op
+                # comes here or to _by_methods, which both clear them
                 if hit is not None:
                     join.replay(i, hit)
                     hit = None
