@@ -54,6 +54,8 @@ _BIG = 1 << 1000
 """Ints of at most this size become floats without overflow."""
 _INT_LO, _INT_HI = -(1 << 63), 1 << 64
 """The ints orjson reads as ints (it reads a larger one as a float; msgspec as an int)."""
+_FIELDS = ("cat", "ts", "dur", "name", "pid", "tid")
+"""A dict event's fields that :func:`read_batch` reads, in its order."""
 
 
 def _decoding() -> tuple[Callable[[Any], Any], Any]:
@@ -142,22 +144,19 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
     ``seen.add`` / ``seen.add_other`` would, in order; the index after the last one. ``routes``:
     :func:`_route` by category, filled here. ``load``: the batch is envelopes, and ``load(i)`` reads
     event ``i`` whole (``Windows.load``), for the events not taken here. ``ops`` (envelopes and a
-    ``_Pass`` only, which reads no more of an op's args than the join does): the CPU ops' cost outcomes
-    by signature (:func:`_op_args`), filled here; an op whose signature was seen is not decoded
-    whole, its outcome is replayed."""
+    ``_Pass`` only): the CPU ops' cost outcomes by signature, for :func:`_cost_op`."""
     cost, other, later, scope = join.cost_of, seen.add_other, join.flows_later.append, join.add_scope
     by_thread, runtime_by_corr, graph_launches = join.by_thread, join.runtime_by_corr, join.graph_launches
     new_columns, host, (m0, m1, m2) = evs.new_columns, _take_host, _MARKS
-    typed = load is not None
-    loads, unset = _decoding()
-    if not typed or _op_args_decoder() is None:
-        ops = None
+    typed, (loads, unset) = load is not None, _decoding()
+    ops = ops if typed and _op_args_decoder() is not None else None
     n_kernels = used = 0
     lo, hi = float("inf"), float("-inf")
     hit = sig = None
-    for ev in batch:
+    for i, ev in enumerate(batch, i):
         if typed:  # an envelope: its args decoded here (a flow has none)
             ph, args = ev.ph, ev.args
+            hit = sig = None
             if args is unset or (ph != "X" and seen.costed):
                 args = None
             elif ops is not None and ph == "X" and ev.cat == "cpu_op" and type(ev.name) is str:
@@ -168,24 +167,20 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
             ph, args = ev.get("ph"), ev.get("args")
         else:
             other(ev)
-            i += 1
             continue
         if ph != "X":
             if ph == "s" or ph == "f":
                 later(i)
             if not seen.costed and isinstance(args, dict) and (m0 in args or m1 in args or m2 in args):
                 seen.costed = True  # add_other's cost marks, inline
-            i += 1
             continue
         if typed:
             cat, ts, dur, name, pid, tid = ev.cat, ev.ts, ev.dur, ev.name, ev.pid, ev.tid
             if (type(pid) is int and not _INT_LO <= pid < _INT_HI) or (type(tid) is int and not _INT_LO <= tid < _INT_HI):
                 pid = None  # an int orjson reads as a float: the event is read whole below
         else:
-            cat, ts, dur, name = ev.get("cat"), ev.get("ts"), ev.get("dur"), ev.get("name")
-            pid, tid = ev.get("pid"), ev.get("tid")
-        # whole microseconds (older Kineto): floats, as both convert them
-        ts = float(ts) if type(ts) is int and -_BIG < ts < _BIG else ts
+            cat, ts, dur, name, pid, tid = map(ev.get, _FIELDS)
+        ts = float(ts) if type(ts) is int and -_BIG < ts < _BIG else ts  # whole microseconds (older Kineto)
         dur = float(dur) if type(dur) is int and -_BIG < dur < _BIG else dur
         route = routes.get(cat) if type(cat) is str else None
         if route is None and type(cat) is str:
@@ -194,8 +189,6 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
                 or type(name) is not str or ts - ts != 0.0 or dur - dur != 0.0
                 or (type(pid) is not int and type(pid) is not str) or (type(tid) is not int and type(tid) is not str)):
             _by_methods(join, seen, i, load(i) if typed else ev)
-            hit = sig = None
-            i += 1
             continue
         jk, pc = route
         if args and not seen.costed and (m0 in args or m1 in args or m2 in args):
@@ -220,44 +213,43 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
                     graph_launches.add(i)
             else:
                 scope(i, jk, args)  # LaunchIndex.index's end for a scope, then its cost
-                # hit and sig are this event's: only a cpu_op (an OP) sets them, and every cpu_op
-                # comes here or to _by_methods, which both clear them
-                if hit is not None:
-                    join.replay(i, hit)
-                    hit = None
-                else:
+                if hit is None and sig is None:  # (only an envelope's cpu_op sets them: _op_args)
                     cost(i, name, jk, args, ts)
-                    if sig is not None:
-                        got = join.outcome(i, name) if _op_learns(name) else None
-                        if got is not None:
-                            ops[sig] = got  # type: ignore[index]
-                        sig = None
+                else:
+                    _cost_op(join, i, jk, name, args, ts, hit, sig, ops)  # type: ignore[arg-type]
         # --- the pass (_Pass.add)
         if not pc:
-            i += 1
             continue
         if pc == UNIT:  # a diff's side (sides._Kept), which keeps zero durations too
             seen.unit(i, name, cat, pid, tid, ts, dur, args)
-            i += 1
             continue
         if not dur > 0.0:
             seen.skipped["negative dur" if dur < 0 else "zero dur"] += 1
-            i += 1
             continue
         used += 1
-        if ts < lo:
-            lo = ts
-        if ts + dur > hi:
-            hi = ts + dur
+        lo = ts if ts < lo else lo
+        hi = ts + dur if ts + dur > hi else hi
         if pc == _P_KERNEL:
             _keep_kernel(seen, i, name, cat, pid, tid, ts, dur, args)
         elif pc >= _P_HOST:
             host(seen, pt, name, cat, ts, dur, args, pc)
-        i += 1
     join.stats.device_kernels += n_kernels
     seen.used += used
     seen.w0, seen.w1 = min(seen.w0, lo), max(seen.w1, hi)
-    return i
+    return i + 1 if batch else i
+
+
+def _cost_op(join: Any, i: int, jk: int, name: str, args: dict, ts: float, hit: tuple | None,
+             sig: tuple | None, ops: dict) -> None:
+    """``CostJoin.cost`` of CPU op ``i`` read by :func:`_op_args`: its outcome ``hit`` replayed, or
+    its cost found and the outcome kept in ``ops`` under its signature ``sig``."""
+    if hit is not None:
+        join.replay(i, hit)
+        return
+    join.cost_of(i, name, jk, args, ts)
+    got = join.outcome(i, name) if _op_learns(name) else None
+    if got is not None:
+        ops[sig] = got
 
 
 def _index_device(join: Any, i: int, jk: int, name: str, args: dict, ts: float, jdur: float) -> int:
