@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
 from . import events as evs
@@ -271,7 +271,7 @@ def _rate_gbps(gb: Any, us: float) -> float | None:
     return _g(gb / us * 1e6) if gb is not None and us > 0 else None
 
 
-_start = attrgetter("ts")
+_start, _dur = attrgetter("ts"), attrgetter("dur")
 
 
 def _union_us(kernels: list[_Ev]) -> float:
@@ -422,7 +422,7 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
     if dtype is None:
         dtype = headline_dtype(k.args for k in tk.kernels)
     totals = _totals(tk.kernels)
-    kernel_time = sum(k.dur for k in tk.kernels)
+    kernel_time = sum(map(_dur, tk.kernels))
     cov = coverage(tk.kernels, kernel_time, top)
     return assemble(tk, Counts(len(raw_events), len(tk.events), dict(skipped)), window, launcher, graph_launches,
                     totals, cov, dtype, distributed_info(trace), device=device, top=top, label=label,
@@ -448,7 +448,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     ``idle``: :func:`~inductor_perf.summary_idle.idle_tables` of the same, when it was computed
     already (by the streaming summary's helper process; ``launcher`` may be None then)."""
     kernels = tk.kernels
-    busy, kernel_time = window.busy, sum(k.dur for k in kernels)
+    busy, kernel_time = window.busy, sum(map(_dur, kernels))
     peak = _device_peaks(device, dtype)
     rows = _kernel_rows(totals.kernels, busy, peak, top)
     gap_rows, gap_count, idle_rows = idle if idle is not None else idle_tables(tk, window, launcher, top)
@@ -494,5 +494,7 @@ def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:
     if KIND_COLLECTIVE in totals.kinds.values():
         return None
     # the busy window's spans are the union of all the kernels, as comm_view would merge them
-    return ComputeSums([(s, e) for s, e, _, _ in window.merged], {k: g.time for k, g in totals.modules.items()},
+    merged = window.merged
+    return ComputeSums(list(zip(map(itemgetter(0), merged), map(itemgetter(1), merged))),
+                       {k: g.time for k, g in totals.modules.items()},
                        {k: g.time for k, g in totals.lines.items()}, window.busy)

@@ -217,8 +217,9 @@ def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
                                        _by_key(kernels, kinds, evs.MODULE_PATH, "(no module)")),
                     compute_by_line=(_top(known.by_line) if known is not None else
                                      _by_key(kernels, kinds, evs.SOURCE, "(no source)")))
-    comm_starts, compute_starts = [s for s, _ in comm], [s for s, _ in compute]
-    for st in _steps(host_events):
+    steps = _steps(host_events)
+    comm_starts, compute_starts = ([s for s, _ in comm], [s for s, _ in compute]) if steps else ([], [])
+    for st in steps:
         c, k = _clip(comm, comm_starts, st.ts, st.end), _clip(compute, compute_starts, st.ts, st.end)
         cu = _length(c)
         view.step_comm_us.append(_r(cu))

@@ -44,9 +44,17 @@ class _Attributor:
 
     def __init__(self, roots: list[_Ev]) -> None:
         self.roots = roots
-        self._starts: dict[int, list[float]] = {}
+        self.root_starts = [r.ts for r in roots]
+        self._starts: dict[int, list[float]] = {id(None): self.root_starts}
         """``id`` of an event (None: the thread) -> its children's start times (the events are
         alive as long as this is)."""
+
+    def outside(self, a: float, b: float) -> bool:
+        """Whether :meth:`attribute` finds no top-level event in [a, b), so that all of it is the
+        thread's own (``{None: b - a}`` when over a nanosecond, and no overlaps): the same test as
+        its first step, for the gaps in which the thread did nothing, most of them."""
+        end = bisect.bisect_left(self.root_starts, b)
+        return end == 0 or self.roots[end - 1].end <= a
 
     def attribute(self, a: float, b: float) -> tuple[dict[_Ev | None, float], dict[_Ev, float]]:
         """(innermost event -> time, top-level event -> overlap) within [a, b)."""
@@ -216,6 +224,9 @@ class _IdleByHost:
 
 
 _UNSEEN = object()
+_OUTSIDE: Any = object()
+"""A gap's attribution when it is outside every event of its thread (:meth:`_Attributor.outside`),
+until a row needs it as dicts."""
 
 
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
@@ -235,6 +246,7 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
     count = 0
     idle = _IdleByHost(not light)
     known = idle.known.get
+    nothing: _HostIdle | None = None  # the row of a thread outside its events: (no host event)
     roots, w0 = tk.roots, window.start
     for s, e, position, prev_k, next_k in _gap_spans(window, tk.definition):
         ref = next_k if next_k is not None else prev_k
@@ -244,7 +256,14 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
         if att is _UNSEEN:  # each thread looked up once (None: no host events)
             att = attributors[thread] = (_Attributor(roots[thread]) if thread is not None and thread in roots
                                          else None)
-        if att is not None:
+        if att is not None and att.outside(s, e):  # the thread was idle too: no dicts for the usual gap
+            if e - s > 1e-9:
+                if nothing is None:
+                    nothing = idle.of(None)[0]
+                nothing.time += e - s
+                nothing.gaps += 1
+            inner = outer = _OUTSIDE
+        elif att is not None:
             inner, outer = att.attribute(s, e)
             for ev, t in inner.items():  # _HostIdle.add of each event's row, inlined
                 got = known(ev)
@@ -268,6 +287,8 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
         count += 1
         if full and key <= heap[0][:3]:
             continue
+        if inner is _OUTSIDE:  # what attribute() gives for such a gap
+            inner, outer = ({None: e - s} if e - s > 1e-9 else {}), {}
         row = _gap_row(start_r, dur_r, position, prev_k, next_k, inner, outer, after is None)
         if top is None or len(heap) < top:
             heapq.heappush(heap, (*key, row, next_k))

@@ -440,8 +440,10 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         seen.total = i
         held = [join]  # finish() lets the join go once the costs are placed
         del join
-        return finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
+        done = finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
                       roots=_Roots(seen.threads), light=light, size=len(raw))
+        tf.leave_to_exit(seen)
+        return done
 
 
 def _take(worker: Any, events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None) -> int:

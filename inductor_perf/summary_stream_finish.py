@@ -10,17 +10,23 @@ and module (the gap table and the communication view read them) and, for a colle
 from __future__ import annotations
 
 from array import array
+from itertools import compress, repeat
+from operator import attrgetter, mul
 from typing import Any, Callable
 
 from . import events as evs
 from .cost_args import roof_figures
-from .fastpath.render import _IN_RANGE, _SAFE_INT, achieved_pcts, binding_roof
+from .fastpath.render import _IN_RANGE, _SAFE_INT, binding_roof
 from .kernel_kinds import KIND_COLLECTIVE
+from .roofline import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
+from .roofline import DEFAULT_LATENCY_PCT as _LATENCY_PCT
+from .roofline import DEFAULT_LATENCY_US as _LATENCY_US
 from .summary import static_sums
 from .summary_coverage import Coverage
 from .summary_idle import BusyWindow, idle_tables, window_of, with_next_sources
 from .summary_kernels import DEF_GPU, TraceKernels, dtype_weight
 
+_dur = attrgetter("dur")
 _NO_ARGS: dict[str, Any] = {}
 """The args of a kernel left with none (shared: nothing mutates a kernel's args; it replaces them)."""
 
@@ -81,9 +87,10 @@ class _Sums:
     Only the achieved % and the roofline bound depend on the kernel's duration. They are computed from
     it as ``args_for`` computes them: by the inline roofline of :mod:`inductor_perf.fastpath.render`
     (``augment``'s, checked against :func:`roofline.classify`) where its ranges hold, else by
-    :func:`~inductor_perf.cost_args.roof_figures`. Each digest's kernels are summed among themselves
-    (:meth:`add`) and the digests added to the totals at the end (:meth:`fold`): the sums of summing the
-    args one kernel at a time, within float rounding (the additions come in another order)."""
+    :func:`~inductor_perf.cost_args.roof_figures`. :meth:`add` only files a kernel under its digest;
+    :meth:`fold` sums each digest's kernels among themselves (:func:`_achieved_sums`: the same
+    expressions, over a digest's durations at once) and adds the digests to the totals: the sums of
+    summing the args one kernel at a time, within float rounding (the additions come in another order)."""
 
     def __init__(self, totals: Any, cov: Coverage, weights: dict[str, list[float]],
                  static_of: Callable[[Any], tuple]) -> None:
@@ -93,7 +100,7 @@ class _Sums:
         The costs are alive for as long as this is (their ids are not reused)."""
 
     def add(self, k: Any, cost: Any, lab: dict | None) -> bool:
-        """Sum ``k`` into its digest; False when its kind of kernel needs its args."""
+        """File ``k`` under its digest; False when its kind of kernel needs its args."""
         try:
             key = (id(cost), tuple(lab.items()) if lab else None, k.name, k.cat)
             d = self.digests.get(key, False)
@@ -103,30 +110,13 @@ class _Sums:
             d = self.digests[key] = self._digest(k, lab, self.static_of(cost))
         if d is None:
             return False
-        kind, kept, flops, nbytes, peak, bw, roof, inline, group, bounds, members, _ = d
-        dur = k.dur
-        if inline and _IN_RANGE[0] <= dur <= _IN_RANGE[1]:
-            fpct, bpct, bound = achieved_pcts(flops, nbytes, dur, peak, bw, roof)
-        else:
-            fpct, bpct, bound = roof_figures(flops, nbytes, dur, peak, bw)
-        group[0] += dur
-        if fpct is not None:
-            group[1] += fpct * dur
-            group[2] += dur
-        if bpct is not None:
-            group[3] += bpct * dur
-            group[4] += dur
-        bounds[bound] = bounds.get(bound, 0.0) + dur
-        members.append(k)
-        self.totals.kinds[id(k)] = kind
-        k.args = kept
+        d[-1].append(k)
         return True
 
     def _digest(self, k: Any, lab: dict | None, got: tuple) -> tuple | None:
-        """What :meth:`add` needs of a kernel of this (cost, label, name, category), with the digest's
-        running sums (duration; achieved % x duration and duration for each % it carries), its
-        duration by bound and its kernels; ``got``: :func:`_static` of the cost. None: the kernel is
-        to be summed from its args."""
+        """What :meth:`fold` needs of the kernels of this (cost, label, name, category), and the list
+        they are filed in; ``got``: :func:`_static` of the cost. None: the kernel is to be summed from
+        its args."""
         head, tail, flops, nbytes, peak, bw = got
         if lab and not _DYNAMIC.isdisjoint(lab):
             return None
@@ -139,23 +129,28 @@ class _Sums:
                   and 0 <= flops < _SAFE_INT and 0 <= nbytes < _SAFE_INT)
         roof = binding_roof(flops, nbytes, peak, bw) if inline else None
         st = static_sums(args)
-        # made now, as the first kernel of this digest is summed: the tables' rows and the dtypes'
+        # made now, as the first kernel of this digest is filed: the tables' rows and the dtypes'
         # running sums are made in the kernels' order
         accs = self.totals.accs(k.name, kind, st[6], st[7])
         dw = dtype_weight(args)
         weight = None if dw is None else (self.weights.setdefault(dw[0], [0.0, 0.0]), dw[1], dw[2])
         folded = (k.name, st, accs, weight, Coverage.digest(args))
-        return (kind, _kept(args), flops, nbytes, peak, bw, roof, inline, [0.0, 0.0, 0.0, 0.0, 0.0], {}, [], folded)
+        return kind, _kept(args), (flops, nbytes, peak, bw, roof, inline), folded, []
 
     def fold(self) -> None:
-        """Add each digest's sums to the totals, the coverage and the dtype weights, in the order the
-        digests were made; then forget them."""
+        """Sum each digest's kernels, give them their kept args and kind, and add the digest to the
+        totals, the coverage and the dtype weights, in the order the digests were made; then forget
+        them."""
+        kinds = self.totals.kinds
         for d in self.digests.values():
-            if d is None or not d[10]:
+            if d is None or not d[-1]:
                 continue
-            kind, (time, fp, fp_time, bp, bp_time), bounds, members, (name, st, accs, weight, cov) = (
-                d[0], d[8], d[9], d[10], d[11])
+            kind, kept, roofs, (name, st, accs, weight, cov), members = d
+            for k in members:
+                k.args = kept
+            kinds.update(zip(map(id, members), repeat(kind)))
             n = len(members)
+            time, fp, fp_time, bp, bp_time, bounds = _achieved_sums([k.dur for k in members], *roofs)
             # a kernel's duration is positive: a sum of durations is 0 only when no kernel added to it
             self.totals.add_group(kind, st, accs, n, time, fp if fp_time else None, bp if bp_time else None,
                                   bounds, members, fp_time, bp_time)
@@ -165,6 +160,56 @@ class _Sums:
                 acc[1] += fl * n
             self.cov.add_digest(name, time, cov, n)
         self.digests.clear()
+
+
+def _achieved_sums(durs: list[float], flops: int, nbytes: int, peak: float | None, bw: float | None,
+                   roof: str | None, inline: bool) -> tuple[float, float, float, float, float, dict[str, float]]:
+    """Of kernels of one cost lasting ``durs`` µs: (total duration, sum of achieved % of the peak x
+    duration and the duration of those that have one, the same for % of the bandwidth, duration by
+    roofline bound in the order the bounds first come). Each kernel's % and bound are those of
+    :func:`~inductor_perf.fastpath.render.achieved_pcts` (the same expressions, so the same floats)
+    when every duration is within its range, else of :func:`~inductor_perf.cost_args.roof_figures`
+    kernel by kernel (rare: no device peaks, or a duration under a picosecond)."""
+    lo, hi = _IN_RANGE
+    if not (inline and lo <= min(durs) and max(durs) <= hi):
+        return _achieved_sums_each(durs, flops, nbytes, peak, bw)
+    time = sum(durs)
+    fpcts = [100.0 * (flops / d / 1e6) / peak for d in durs]  # type: ignore[operator]
+    bpcts = [100.0 * (nbytes / d / 1e3) / bw for d in durs]  # type: ignore[operator]
+    fp, bp = sum(map(mul, fpcts, durs)), sum(map(mul, bpcts, durs))
+    if roof is None:  # nothing measurable done in a measured time: all latency
+        return time, fp, time, bp, time, {"latency": time}
+    pcts = fpcts if roof == "compute" else bpcts
+    if nbytes < _LATENCY_BYTES:  # every kernel is small: latency-bound below the latency %
+        latent = [p < _LATENCY_PCT for p in pcts]
+    else:
+        latent = [p < _LATENCY_PCT and d < _LATENCY_US for p, d in zip(pcts, durs)]
+    if not any(latent):
+        return time, fp, time, bp, time, {roof: time}
+    if all(latent):
+        return time, fp, time, bp, time, {"latency": time}
+    lat = sum(compress(durs, latent))
+    rest = sum(d for d, is_lat in zip(durs, latent) if not is_lat)
+    bounds = {"latency": lat, roof: rest} if latent[0] else {roof: rest, "latency": lat}
+    return time, fp, time, bp, time, bounds
+
+
+def _achieved_sums_each(durs: list[float], flops: int, nbytes: int, peak: float | None,
+                        bw: float | None) -> tuple[float, float, float, float, float, dict[str, float]]:
+    """:func:`_achieved_sums` kernel by kernel, by :func:`~inductor_perf.cost_args.roof_figures`."""
+    time = fp = fp_time = bp = bp_time = 0.0
+    bounds: dict[str, float] = {}
+    for dur in durs:
+        fpct, bpct, bound = roof_figures(flops, nbytes, dur, peak, bw)
+        time += dur
+        if fpct is not None:
+            fp += fpct * dur
+            fp_time += dur
+        if bpct is not None:
+            bp += bpct * dur
+            bp_time += dur
+        bounds[bound] = bounds.get(bound, 0.0) + dur
+    return time, fp, fp_time, bp, bp_time, bounds
 
 
 def _launchers(seen: Any) -> dict[int, Any]:
@@ -302,7 +347,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         launcher = _launchers(seen)
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     summary = assemble(tk, counts, window, launcher, seen.graph_launches,
-                       totals, cov.result(sum(k.dur for k in seen.kernels), top), dtype_of_weights(weights),
+                       totals, cov.result(sum(map(_dur, seen.kernels)), top), dtype_of_weights(weights),
                        distributed_info(header), device=device, top=top,
                        label=label_of(header), device_note=note,
                        costs_note=costs_note, idle=idle)
