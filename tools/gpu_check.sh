@@ -2,7 +2,9 @@
 # Everything we check on a GPU machine, in one call, logs and fixtures under $OUT.
 #
 #   OUT=/tmp/gpu tools/gpu_check.sh [PHASE ...]     phases: tests zoo ncu bench integration
-#                                                   (default: all, in that order)
+#                                                   (default: all, in that order); on demand:
+#                                                   pick (each test of PICK_TESTS), profile
+#                                                   (cold compiles under cProfile)
 #   INTEGRATION_JOBS=8 ... integration              the integration tier, 8 test files at a time
 #                                                   (default: half the cores)
 #
@@ -74,6 +76,31 @@ for phase in "${phases[@]}"; do
       mkdir -p "$W/bench"
       B="$W/bench" timeout "$t" bash -c "${BENCH_CMD:-tools/gpu_bench.sh}" > "$W/bench/bench.log" 2>&1
       tail -60 "$W/bench/bench.log" | tee -a "$OUT/digest.txt" ;;
+    pick)
+      # PICK_TESTS (pytest node ids, space-separated): each in its own pytest, all at once. Ten
+      # seconds before the phase's deadline every python child still running a test's script.py is
+      # sent SIGABRT; PYTHONFAULTHANDLER makes it print its threads' stacks into the test's log.
+      mkdir -p "$W/pick"
+      export PYTHONFAULTHANDLER=1
+      pids=(); i=0
+      for node in ${PICK_TESTS:-}; do
+        i=$((i + 1))
+        ( timeout -s INT "$t" python3 -m pytest -q -ra -p no:cacheprovider "$node" --tb=short --durations=5 \
+            > "$W/pick/$i.log" 2>&1
+          echo "$node: rc=$? $(tail -1 "$W/pick/$i.log")" | tee -a "$OUT/digest.txt" ) &
+        pids+=($!)
+      done
+      ( sleep $(( t - 10 )); pkill -ABRT -f "script.py" ) >/dev/null 2>&1 & killer=$!
+      [ ${#pids[@]} -gt 0 ] && wait "${pids[@]}"
+      pkill -P "$killer" sleep 2>/dev/null; kill "$killer" 2>/dev/null
+      unset PYTHONFAULTHANDLER
+      grep -hE "^(E |FAILED|ERROR)|Fatal Python|File .*line" "$W"/pick/*.log | head -80 | tee -a "$OUT/digest.txt" ;;
+    profile)
+      # cold compiles under cProfile (tools/gpu_compile_profile.py): where our backend's extra time goes
+      mkdir -p "$W/profile"
+      timeout "$t" python3 tools/gpu_compile_profile.py "$W/profile" --device cuda --rounds "${PROFILE_ROUNDS:-2}" \
+        > "$W/profile/profile.log" 2>&1
+      head -100 "$W/profile/profile.log" | tee -a "$OUT/digest.txt" ;;
     integration)
       # one pytest per test file, INTEGRATION_JOBS (default: half the cores) at a time: in one process
       # the tier never ended within a call there. Each stops at the phase's deadline, with its own
