@@ -62,14 +62,47 @@ if variant == "import_first":  # Inductor's compile_fx imported before the timer
     import torch._inductor.compile_fx
 prof = os.environ.get("BENCH_COMPILE_PROFILE")  # tools/gpu_compile_profile.py: where the compile goes
 if prof:
-    from torch._inductor import async_compile
-    pool_answers = []
-    ask = async_compile.AsyncCompile.use_process_pool.__func__
-    def use_process_pool(cls):
-        ok = ask(cls)
-        pool_answers.append((time.perf_counter(), ok))
-        return ok
-    async_compile.AsyncCompile.use_process_pool = classmethod(use_process_pool)
+    import importlib.abc, importlib.util, subprocess
+    pool_answers, commands = [], []
+    def patch_pool(mod):  # each answer of "is the compile pool ready?", timed
+        ask = mod.AsyncCompile.use_process_pool.__func__
+        def use_process_pool(cls):
+            ok = ask(cls)
+            pool_answers.append((time.perf_counter(), ok))
+            return ok
+        mod.AsyncCompile.use_process_pool = classmethod(use_process_pool)
+    class PatchOnImport(importlib.abc.MetaPathFinder):  # not imported here: that would move its import
+        def find_spec(self, name, path, target=None):
+            if name != "torch._inductor.async_compile":
+                return None
+            sys.meta_path.remove(self)
+            spec = importlib.util.find_spec(name)
+            run = spec.loader.exec_module
+            def exec_module(module):
+                run(module)
+                patch_pool(module)
+            spec.loader.exec_module = exec_module
+            return spec
+    if "torch._inductor.async_compile" in sys.modules:
+        patch_pool(sys.modules["torch._inductor.async_compile"])
+    else:
+        sys.meta_path.insert(0, PatchOnImport())
+    depth = [0]
+    def timed(run):  # the commands this process runs (a C compiler, ptxas...), timed (outermost call only)
+        def call(cmd, *a, **k):
+            s = time.perf_counter()
+            depth[0] += 1
+            try:
+                return run(cmd, *a, **k)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:
+                    words = [cmd] if isinstance(cmd, str) else [os.path.basename(str(w)) for w in cmd]
+                    text = " ".join(words).replace("\n", " ")[:160]
+                    commands.append((s, time.perf_counter() - s, text))
+        return call
+    for fn in ("run", "check_call", "check_output"):
+        setattr(subprocess, fn, timed(getattr(subprocess, fn)))
     profiler = None
     if os.environ.get("BENCH_COMPILE_CPROFILE") == "1":
         import cProfile
@@ -96,6 +129,7 @@ if prof:
     with open(prof + ".times.txt", "w") as f:
         f.write(torch._dynamo.utils.compile_times(repr="str", aggregate=True))
     out["pool_answers"] = [(round(t - t0, 4), ok) for t, ok in pool_answers]
+    out["commands"] = [(round(t - t0, 4), round(d, 4), c) for t, d, c in commands]
 if backend == "inductor_perf":
     out.update(tagged=models.tagged_counts(), **models.tagging_status())
 print("JSON:" + json.dumps(out))
@@ -211,8 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.json:
             import models
 
-            models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early, warm_times, calls),
-                              quiet=True)
+            record = results(args.device, rounds, times, ratios, ours, stopped_early, warm_times, calls)
+            models.write_json(args.json, record, quiet=True)
     med = {b: statistics.median(v) for b, v in times.items()}
     if args.device == "cuda" or not ours.get("tagging", True):
         print(f"{args.device}{', ' + gpu if gpu else ''}; inductor_perf tagging "
@@ -228,7 +262,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         import models
 
-        models.write_json(args.json, results(args.device, rounds, times, ratios, ours, stopped_early, warm_times, calls))
+        record = results(args.device, rounds, times, ratios, ours, stopped_early, warm_times, calls)
+        models.write_json(args.json, record)
     return 0
 
 

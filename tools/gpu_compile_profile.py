@@ -8,6 +8,8 @@ Triton caches) with BENCH_COMPILE_PROFILE set and Python's -X importtime on. The
   Triton kernel is compiled in the compiling process, one after another;
 - the modules imported inside the timed region, before and after torch.compile() returned (from
   -X importtime, whose figures are the imports' own wall time);
+- the commands the compiling process ran (subprocess.run / check_call / check_output: Triton's C
+  compiler runs, ptxas), each with its start and duration;
 - Dynamo's compile_times table.
 Variants: plain Inductor, Inductor with its compile_fx imported before the timer ("import_first"),
 ours, and ours with tagging off. With --cprofile the timed region also runs under cProfile
@@ -87,6 +89,13 @@ def report(out: str, top: int = 12) -> str:
                          f"{before:>12}{ready if ready is not None else '-':>12}")
     for name, recs in runs.items():
         r = recs[0]
+        cmds = r.get("commands", [])
+        if cmds:
+            called = r.get("torch_compile_call_s", 0.0)
+            lines += ["", f"{name} (round {r['round'] + 1}): {len(cmds)} commands run by the compiling process, "
+                      f"{sum(d for _, d, _ in cmds):.2f} s in all ({sum(d for t, d, _ in cmds if t < called):.2f} s "
+                      f"inside torch.compile()); the longest:"]
+            lines += [f"{d:>9.3f} s  at {t:6.2f} s  {c}" for t, d, c in sorted(cmds, key=lambda c: -c[1])[:top]]
         for phase in ("compile_call", "first_call"):
             mods = sorted(r.get("imports", {}).get(phase, []), reverse=True)[:top]
             if mods:
