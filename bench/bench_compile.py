@@ -7,8 +7,8 @@ compiles both graphs): what a user waits for between the two lines. The torch.co
 in it because it is not the same work for both: for backend="inductor" it imports Inductor's
 compile_fx (0.6 - 0.7 s on our CPU machine), which a backend looked up by name, ours, imports at its
 first compile. Importing torch is outside the timed region; importing our package (torch.compile
-loads it through its entry point) is inside. Backends alternate which goes first in a round so that drift
-in machine load falls on both equally.
+loads it through its entry point) is inside. Backends alternate which goes first in a round so that
+drift in machine load falls on both equally.
 
 --device cuda: the block at models.CUDA_BLOCK_DIMS on the GPU. The empty cache dir also holds the
 Triton kernel cache (TRITON_CACHE_DIR is pointed into it, so a value in the environment cannot bring

@@ -4,7 +4,7 @@
 #   OUT=/tmp/gpu tools/gpu_check.sh [PHASE ...]     phases: tests zoo ncu bench integration
 #                                                   (default: all, in that order); on demand:
 #                                                   pick (each test of PICK_TESTS), profile
-#                                                   (cold compiles under cProfile)
+#                                                   (where a cold compile's time goes)
 #   INTEGRATION_JOBS=8 ... integration              the integration tier, 8 test files at a time
 #                                                   (default: half the cores)
 #
@@ -96,10 +96,11 @@ for phase in "${phases[@]}"; do
       unset PYTHONFAULTHANDLER
       grep -hE "^(E |FAILED|ERROR)|Fatal Python|File .*line" "$W"/pick/*.log | head -80 | tee -a "$OUT/digest.txt" ;;
     profile)
-      # cold compiles under cProfile (tools/gpu_compile_profile.py): where our backend's extra time goes
+      # where a cold compile's time goes (tools/gpu_compile_profile.py: imports, commands, pool answers;
+      # PROFILE_ARGS=--cprofile adds cProfile)
       mkdir -p "$W/profile"
       timeout "$t" python3 tools/gpu_compile_profile.py "$W/profile" --device cuda --rounds "${PROFILE_ROUNDS:-2}" \
-        > "$W/profile/profile.log" 2>&1
+        ${PROFILE_ARGS:-} > "$W/profile/profile.log" 2>&1
       head -100 "$W/profile/profile.log" | tee -a "$OUT/digest.txt" ;;
     integration)
       # one pytest per test file, INTEGRATION_JOBS (default: half the cores) at a time: in one process
