@@ -287,10 +287,38 @@ def _union_us(kernels: list[_Ev]) -> float:
     return total
 
 
-def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo, top: int) -> list[KernelRow]:
-    """Every kernel name's row, most time first (the share of busy time for the ``top`` ones)."""
+def _ranked(table: Mapping[str, Any]) -> list[str]:
+    """The keys of a kernel, module or line table in its rows' order: most time (as shown, rounded)
+    first, then by key."""
+    return sorted(table, key=lambda key: (-_r(table[key].time), key))
+
+
+def top_unions(totals: _Totals, top: int) -> dict[int, float]:
+    """The busy time of the kernels of each of the ``top`` kernel, module and line rows (their
+    intervals merged: the numerator of the row's share of busy time), by ``id`` of the row's
+    members list. The streaming summary computes them before it waits for its helper's busy window
+    (:func:`inductor_perf.summary_stream_finish.finish`), the denominator, and passes them to
+    :func:`assemble`."""
+    out: dict[int, float] = {}
+    for table in (totals.kernels, totals.modules, totals.lines):
+        for key in _ranked(table)[:top]:
+            members = table[key].members
+            out[id(members)] = _union_us(members)
+    return out
+
+
+def _share(members: list[_Ev], busy: float, unions: Mapping[int, float] | None) -> float | None:
+    got = unions.get(id(members)) if unions is not None else None
+    return _pct(_union_us(members) if got is None else got, busy)
+
+
+def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo, top: int,
+                 unions: Mapping[int, float] | None = None) -> list[KernelRow]:
+    """Every kernel name's row, most time first (the share of busy time for the ``top`` ones;
+    ``unions``: :func:`top_unions`, when computed already)."""
     rows: list[KernelRow] = []
-    for name, a in table.items():
+    for name in _ranked(table):
+        a = table[name]
         tflops = _rate_tflops(a.flop, a.flop_time)
         gbps = _rate_gbps(a.gb, a.gb_time)
         fpct = (a.fpct[0] / a.fpct[1]) if a.fpct[1] else _pct(tflops, peak.peak_tflops)
@@ -301,22 +329,21 @@ def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo, top:
             flop=a.flop, gb=_g(a.gb), achieved_tflops=tflops, achieved_gbps=gbps,
             flops_pct=_r(fpct), bandwidth_pct=_r(bpct), bound=_dominant(a.bound),
             source=_dominant(a.source), module_path=_dominant(a.module), dtype=_dominant(a.dtype)))
-    rows.sort(key=lambda r: (-r.total_us, r.name))
     for r in rows[:top]:
-        r.share_of_busy_pct = _pct(_union_us(table[r.name].members), busy)
+        r.share_of_busy_pct = _share(table[r.name].members, busy, unions)
     return rows
 
 
-def _group_rows(table: dict[str, _Acc], busy: float, top: int) -> list[GroupRow]:
-    """The ``top`` module or source-line rows, most time first."""
-    out = [GroupRow(key=key, count=g.count, total_us=_r(g.time),
-                    share_of_busy_pct=None, flop=g.flop, gb=_g(g.gb),
-                    achieved_tflops=_rate_tflops(g.flop, g.flop_time))
-           for key, g in table.items()]
-    out.sort(key=lambda r: (-r.total_us, r.key))
-    for r in out[:top]:
-        r.share_of_busy_pct = _pct(_union_us(table[r.key].members), busy)
-    return out[:top]
+def _group_rows(table: dict[str, _Acc], busy: float, top: int,
+                unions: Mapping[int, float] | None = None) -> list[GroupRow]:
+    """The ``top`` module or source-line rows, most time first (``unions``: as :func:`_kernel_rows`)."""
+    out = []
+    for key in _ranked(table)[:top]:
+        g = table[key]
+        out.append(GroupRow(key=key, count=g.count, total_us=_r(g.time),
+                            share_of_busy_pct=_share(g.members, busy, unions), flop=g.flop, gb=_g(g.gb),
+                            achieved_tflops=_rate_tflops(g.flop, g.flop_time)))
+    return out
 
 
 # --- Headline ------------------------------------------------------------------------------------------
@@ -442,15 +469,17 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
              totals: _Totals, cov: tuple[float | None, list[Any], float | None], dtype: str,
              distributed: dict[str, Any] | None,
              *, device: Any, top: int, label: str | None, device_note: str | None,
-             costs_note: str | None, idle: tuple[list[Any], int, list[Any]] | None = None) -> Summary:
+             costs_note: str | None, idle: tuple[list[Any], int, list[Any]] | None = None,
+             unions: Mapping[int, float] | None = None) -> Summary:
     """The :class:`Summary` of a trace's kernels (``tk``), busy ``window`` (:func:`busy_window`),
     launching threads, per-kernel sums (``totals``), coverage (:func:`coverage`) and headline dtype.
     ``idle``: :func:`~inductor_perf.summary_idle.idle_tables` of the same, when it was computed
-    already (by the streaming summary's helper process; ``launcher`` may be None then)."""
+    already (by the streaming summary's helper process; ``launcher`` may be None then); ``unions``:
+    :func:`top_unions` of ``totals``, likewise."""
     kernels = tk.kernels
     busy, kernel_time = window.busy, sum(map(_dur, kernels))
     peak = _device_peaks(device, dtype)
-    rows = _kernel_rows(totals.kernels, busy, peak, top)
+    rows = _kernel_rows(totals.kernels, busy, peak, top, unions)
     gap_rows, gap_count, idle_rows = idle if idle is not None else idle_tables(tk, window, launcher, top)
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
@@ -477,8 +506,8 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         flops_pct_of_peak=_pct(achieved_tflops, peak.peak_tflops),
         bandwidth_pct_of_peak=_pct(achieved_gbps, peak.mem_bandwidth_gbs),
         top_kernels=rows[:top], distinct_kernels=len(rows), all_kernels=rows,
-        modules=_group_rows(totals.modules, busy, top), distinct_modules=len(totals.modules),
-        lines=_group_rows(totals.lines, busy, top), distinct_lines=len(totals.lines),
+        modules=_group_rows(totals.modules, busy, top, unions), distinct_modules=len(totals.modules),
+        lines=_group_rows(totals.lines, busy, top, unions), distinct_lines=len(totals.lines),
         gaps=gap_rows, gap_count=gap_count, idle_by_host=idle_rows[:top],
         distributed=distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,

@@ -276,7 +276,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     """:func:`finish` once the helper (or None) is started."""
     from .cost_args import args_for, augment_event, device_bandwidth
     from .event_cost import AugmentStats
-    from .summary import Counts, _Totals, assemble, distributed_info
+    from .summary import Counts, _Totals, assemble, distributed_info, top_unions
     from .summary_kernels import add_dtype_weight, dtype_of_weights
 
     if stage is not None:
@@ -334,6 +334,9 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
         return assemble_light(tk, counts, window, _launchers(seen), totals, distributed_info(header),
                               top=top, label=label_of(header)), device
+    # the rows' busy time (the numerators of their shares of busy time) before waiting for the helper,
+    # whose busy window gives the denominator
+    unions = top_unions(totals, top) if helper is not None else None
     # the idle tables are the launchers' and the window's kernels' only reader: with a helper, its own
     idle = helper.result() if helper is not None else None
     launcher = None
@@ -350,7 +353,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
                        totals, cov.result(sum(map(_dur, seen.kernels)), top), dtype_of_weights(weights),
                        distributed_info(header), device=device, top=top,
                        label=label_of(header), device_note=note,
-                       costs_note=costs_note, idle=idle)
+                       costs_note=costs_note, idle=idle, unions=unions)
     return summary, device
 
 

@@ -209,3 +209,23 @@ def test_large_state_kept_only_for_the_command(monkeypatch, capsys):
     assert cli.main(["summary", path, "--engine", "stream"]) == 0
     assert len(trace_format.LEFT_TO_EXIT) == 1
     capsys.readouterr()
+
+
+def test_top_unions_are_the_top_rows_busy_time():
+    """The rows' busy time the streaming finish computes before waiting for its helper
+    (``summary.top_unions``), on hand-placed intervals: only the ``top`` rows by time, each its
+    members' intervals merged."""
+    from types import SimpleNamespace as NS
+
+    from inductor_perf.summary import top_unions
+
+    def ev(ts, dur):
+        return NS(ts=ts, dur=dur, end=ts + dur)
+
+    a = [ev(0.0, 10.0), ev(5.0, 10.0), ev(30.0, 2.0)]  # [0, 15) and [30, 32): 17 of 22 us of time
+    b = [ev(20.0, 5.0)]  # 5 us
+    c = [ev(0.0, 3.0), ev(1.0, 1.0)]  # the second inside the first: 3 us
+    acc = {"a": NS(time=22.0, members=a), "b": NS(time=5.0, members=b)}
+    totals = NS(kernels=acc, modules={"m": NS(time=4.0, members=c)}, lines={})
+    assert top_unions(totals, 1) == {id(a): 17.0, id(c): 3.0}  # b is second by time: not a top-1 row
+    assert top_unions(totals, 5) == {id(a): 17.0, id(b): 5.0, id(c): 3.0}
