@@ -222,10 +222,12 @@ def test_top_unions_are_the_top_rows_busy_time():
     def ev(ts, dur):
         return NS(ts=ts, dur=dur, end=ts + dur)
 
-    a = [ev(0.0, 10.0), ev(5.0, 10.0), ev(30.0, 2.0)]  # [0, 15) and [30, 32): 17 of 22 us of time
-    b = [ev(20.0, 5.0)]  # 5 us
-    c = [ev(0.0, 3.0), ev(1.0, 1.0)]  # the second inside the first: 3 us
-    acc = {"a": NS(time=22.0, members=a), "b": NS(time=5.0, members=b)}
-    totals = NS(kernels=acc, modules={"m": NS(time=4.0, members=c)}, lines={})
-    assert top_unions(totals, 1) == {id(a): 17.0, id(c): 3.0}  # b is second by time: not a top-1 row
-    assert top_unions(totals, 5) == {id(a): 17.0, id(b): 5.0, id(c): 3.0}
+    k1, k2, k3, k4 = ev(0.0, 10.0), ev(5.0, 10.0), ev(30.0, 2.0), ev(20.0, 5.0)
+    a, b = [k1, k2, k3], [k4]  # by name: a [0, 15) + [30, 32) = 17 us of 22; b 5 us
+    m1, m2 = [k1, k4], [k2, k3]  # by module: m1 [0, 10) + [20, 25) = 15; m2 [5, 15) + [30, 32) = 12
+    every = [k1, k2, k3, k4]  # one line row of all four (a trace without source lines): [0, 15) + [20, 25) + [30, 32)
+    totals = NS(kernels={"a": NS(time=22.0, members=a), "b": NS(time=5.0, members=b)},
+                modules={"m1": NS(time=15.0, members=m1), "m2": NS(time=12.0, members=m2)},
+                lines={"(no source)": NS(time=27.0, members=every)})
+    assert top_unions(totals, 1) == {id(a): 17.0, id(m1): 15.0, id(every): 22.0}  # b, m2: not top-1 rows
+    assert top_unions(totals, 5) == {id(a): 17.0, id(b): 5.0, id(m1): 15.0, id(m2): 12.0, id(every): 22.0}
