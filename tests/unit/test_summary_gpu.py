@@ -97,6 +97,24 @@ def test_busy_share_is_a_union_never_above_100():
     assert "union" in text  # the footnote says what the % is of
 
 
+def test_busy_share_of_every_kernel_is_100_at_epoch_timestamps():
+    # Kineto's timestamps are microseconds since an epoch: at 1.7e12 a double's step is 2^-12 us, so
+    # (ts + 1.76) - ts is 1.760009765625, not 1.76. The busy window once summed such differences, and
+    # the row of this one kernel read 99.999 % of it (100.013 % on the A100 example trace); both now
+    # add the durations themselves.
+    ts = 1.7e12
+    assert (ts + 1.76) - ts != 1.76  # the premise, in this float arithmetic
+    s = summarize({"traceEvents": [X("k", ts, 1.76, module_path="a", source="m.py:1")]})
+    assert s.busy_us == pytest.approx(1.76, abs=1e-9)
+    assert ([r.share_of_busy_pct for r in s.top_kernels] + [r.share_of_busy_pct for r in s.modules]
+            + [r.share_of_busy_pct for r in s.lines]) == [100.0, 100.0, 100.0]
+    # two overlapping kernels and a third apart: each span's first duration plus each extension
+    s = summarize({"traceEvents": [X("k", ts, 1.76, module_path="a"), X("k", ts + 1.0, 1.76, tid=8, module_path="a"),
+                                   X("j", ts + 10.0, 0.5, module_path="b")]})
+    assert s.busy_us == pytest.approx(1.76 + 1.0 + 0.5, abs=1e-3)  # [0, 2.76) + [10, 10.5)
+    assert {r.key: r.share_of_busy_pct for r in s.modules}["a"] <= 100.0
+
+
 # --- what is not costed --------------------------------------------------------------------------
 def test_uncosted_rows_with_reasons_and_hints():
     # Costed: the GEMM (10 µs). Not costed: aten::add's kernel (20 µs, no shapes), a kernel without a
