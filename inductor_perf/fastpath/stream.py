@@ -37,8 +37,11 @@ parts. (The size at which :func:`augment.augment_file` picks this engine, too.)"
 
 _JOIN_SHARE = 0.47
 """The worker's share of the events to parse: a little under half, since it also pickles its index."""
-_WRITE_SHARE = 0.59
-"""The worker's share of the augmented events to write."""
+_WRITE_SHARE = 0.47
+"""The worker's share of the augmented events to write: under half, since it starts rendering only
+once this process has sent it the costs, and writes its part after this one's (measured on the
+1M-event bench trace: at 0.59 this process waited 0.25-0.60 s for the worker at the end, at 0.47
+0.06-0.18 s, and the whole augment took a median 0.945 of the time; docs/benchmarks.md)."""
 _WRITE_SHARE_GZ = 0.53
 """The same for ``.gz`` output, where compressing dominates the write."""
 
