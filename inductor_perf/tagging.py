@@ -235,18 +235,32 @@ class TagCollector:
         # templates). A matmul node can also appear among the origins of a layout copy or an
         # epilogue fed to an extern kernel; the extern kernel counts its FLOPs, not this one.
         computed_mm: set[torch.fx.Node] = set()
+        # Later stages of a split reduction (see _later_stage_work): their FX nodes are counted
+        # where the whole input is reduced; here only the partial results they read.
+        later: list[tuple[set[torch.fx.Node], costs.Expr]] = []
         for s in snodes:
             for sub in (s.get_nodes() if hasattr(s, "get_nodes") else [s]):
                 if getattr(sub, "node", None) is None:
                     continue
-                origins.update(sub.node.origins)
+                work = _later_stage_work(sub, V.graph)
+                if work is None:
+                    origins.update(sub.node.origins)
+                else:
+                    later.append((set(sub.node.origins), work))
                 if sub.is_template():
                     computed_mm.update(sub.node.origins)
+        counted = set(origins)
+        flops: costs.Expr = 0
+        for stage_origins, work in later:
+            if not stage_origins <= counted:  # its first stage ran in another kernel
+                flops = flops + work
+            origins |= stage_origins  # for the attribution, whichever kernel counts them
         order = self._graph_order()
         nodes = sorted(origins, key=lambda n: order.get(n, math.inf))
-        flops: costs.Expr = 0
         mm: costs.Expr = 0
         for n in nodes:
+            if n not in counted:
+                continue
             if costs.is_matmul_op(n.target) and n not in computed_mm:
                 continue
             c = costs.node_cost(n)
@@ -449,6 +463,42 @@ def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:
         if mod == best_module and (best_key is None or (mm, fl) >= best_key):
             best, best_key = n, (mm, fl)
     return best
+
+
+def _later_stage_work(sub: Any, graph: Any) -> costs.Expr | None:
+    """Elements a later stage of one FX node's reduction reads, or None for any other IR node.
+
+    When one reduction has too few outputs to fill the device, Inductor splits it
+    (``Reduction.create_multilayer``): a first kernel reduces chunks of the input into partial
+    results, a second one reduces those, and an epilogue of the same lowering (``mean``'s division)
+    may follow. All of them carry the same FX origins, so counting the origins' FLOPs in each would
+    count the whole reduction two or three times (on the GPU, the second stage of a bias-gradient
+    sum got thousands of times its real work). A later stage is recognised by reading the output of
+    a reduction that has exactly its own origins; it counts 1 FLOP per element it reads (its
+    ranges times its reduction ranges), as docs/costs.md counts reductions."""
+    try:
+        from torch._inductor import ir
+
+        node = sub.node
+        own = set(node.origins)
+        if not own:
+            return None
+        later = False
+        for dep in sub.read_writes.reads:
+            buf = graph.get_buffer(dep.name)
+            if (isinstance(getattr(buf, "data", None), ir.Reduction)
+                    and set(getattr(buf, "origins", ())) == own):
+                later = True
+                break
+        if not later:
+            return None
+        data = getattr(node, "data", None)
+        ranges = list(node.get_size())
+        get_rsize = getattr(data, "get_reduction_size", None)
+        ranges += list(get_rsize()) if get_rsize is not None else []
+        return costs.to_expr(math.prod((costs.to_expr(r) for r in ranges), start=1))
+    except Exception:  # an IR shape we do not know: count the origins as before
+        return None
 
 
 def _hint(x: costs.Expr) -> int:

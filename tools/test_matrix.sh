@@ -20,7 +20,8 @@ FULL=(2.11.0 2.15.0)
 # The core tier: the unit tests that touch torch (dtype names, formulas against flop_counter, the
 # meta-kernel costs, the fork with torch's threads alive, the lazy import), the internals the backend
 # checks, the newer/older-torch behaviour, the backend and tagging (fwd+bwd FLOPs against
-# FlopCounterMode). The trace-analysis unit tests read JSON only: make test covers them once.
+# FlopCounterMode, split reductions by hand). The trace-analysis unit tests read JSON only: make test
+# covers them once.
 CORE=(
   tests/unit/test_compat.py
   tests/unit/test_op_meta.py
@@ -40,6 +41,7 @@ CORE=(
   tests/integration/test_torch_future.py
   tests/integration/test_backend.py
   tests/integration/test_tags_flops.py
+  tests/integration/test_tags_split.py
 )
 # The whole tier adds the rest of tagging, the env-var capture, dynamic shapes, the caches and compare.
 REST=(

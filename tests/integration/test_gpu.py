@@ -26,6 +26,25 @@ def test_triton_kernel_tagged() -> None:
     assert evaluate(k.bytes_read) + evaluate(k.bytes_written) == 8_388_608
 
 
+def test_split_reduction_counts_the_input_once() -> None:
+    # Triton splits a full sum of 2^24 floats (one output) into a first kernel over the input and
+    # later kernels over partial results (docs/costs.md, "split reduction"). By hand: the first
+    # counts one mul and one add per input element, every later one an element per float it reads.
+    def f(x):
+        return (x * 2).sum()
+
+    n = 2**24
+    run = run_compiled(f, (torch.randn(n, device="cuda"),), "inductor_perf", backward=False)
+    assert run.graphs[0].tagged, run.graphs[0].error
+    kernels = [k for k in run.graphs[0].kernels if k.kind == "generated"]
+    assert len(kernels) >= 2, [k.kernel_name for k in kernels]  # split, or this proves nothing
+    first = [k for k in kernels if evaluate(k.bytes_read) == 4 * n]
+    assert len(first) == 1 and evaluate(first[0].flops) == 2 * n
+    for k in kernels:
+        if k is not first[0]:
+            assert evaluate(k.flops) == evaluate(k.bytes_read) // 4 < n, k
+
+
 def test_extern_gemm_flops_equal_flop_counter() -> None:
     from torch.utils.flop_counter import FlopCounterMode
 
