@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
-from . import costs
+from . import costs, kernel_io
 from .module_paths import _parameter_of, node_module_path
 from .tags import EXTERN, GENERATED, KernelTag, NodeInfo
 
@@ -95,84 +95,6 @@ def _target_name(target: Any) -> str:
     return getattr(target, "__name__", str(target))
 
 
-# --- bytes of generated kernels -------------------------------------------------------------------
-def _find_kernel_args(max_depth: int = 6) -> Any | None:
-    """The KernelArgs of the kernel being emitted, read from the codegen frames that called the
-    hook: ``self.kernel_group.args`` (C++ scheduling) or a local ``kernel.args`` (SIMD/Triton).
-    These list exactly the buffers the kernel reads and writes in memory."""
-    from torch._inductor.codegen.common import KernelArgs
-
-    frame = sys._getframe(2)
-    for _ in range(max_depth):
-        if frame is None:
-            break
-        loc = frame.f_locals
-        kernel = loc.get("kernel")
-        args = getattr(kernel, "args", None)
-        if isinstance(args, KernelArgs):
-            return args
-        group = getattr(loc.get("self"), "kernel_group", None)
-        args = getattr(group, "args", None)
-        if isinstance(args, KernelArgs):
-            return args
-        frame = frame.f_back
-    return None
-
-
-def _buffer_bytes(name: str) -> costs.Expr:
-    from torch._inductor.virtualized import V
-
-    numel = costs.to_expr(V.graph.get_numel(name))
-    return numel * V.graph.get_dtype(name).itemsize
-
-
-def _kernel_args_bytes(args: Any) -> tuple[costs.Expr, costs.Expr]:
-    from torch._inductor.codegen.common import RemovedArg
-
-    read: costs.Expr = 0
-    written: costs.Expr = 0
-    for name, inner in args.input_buffers.items():
-        if not isinstance(inner, RemovedArg):
-            read = read + _buffer_bytes(name)
-    for name, inner in args.output_buffers.items():
-        if not isinstance(inner, RemovedArg):
-            written = written + _buffer_bytes(name)
-    seen: set[str] = set()
-    for name, buf in args.inplace_buffers.items():
-        if isinstance(buf, RemovedArg) or buf.inner_name in seen:
-            continue
-        seen.add(buf.inner_name)
-        size = _buffer_bytes(name)
-        read, written = read + size, written + size
-    return read, written
-
-
-def _read_writes_bytes(snodes: Sequence[Any]) -> tuple[costs.Expr, costs.Expr]:
-    """Fallback when no KernelArgs is reachable: external reads of the fused nodes, and the writes
-    that someone outside the kernel uses."""
-    from torch._inductor.virtualized import V
-
-    names = {s.get_name() for s in snodes}
-    written_here: set[str] = set()
-    for s in snodes:
-        written_here.update(d.name for d in s.read_writes.writes)
-    reads = {d.name for s in snodes for d in s.read_writes.reads} - written_here
-    outputs = set(V.graph.get_output_names())
-    sched = V.graph.scheduler
-    materialized = set()
-    for name in written_here:
-        if name in V.graph.removed_buffers:
-            continue
-        buf = sched.name_to_buf.get(name) if sched is not None else None
-        users = getattr(buf, "users", None) or []
-        if name in outputs or any(getattr(u.node, "get_name", lambda: None)() not in names
-                                  for u in users):
-            materialized.add(name)
-    read = sum((_buffer_bytes(n) for n in sorted(reads)), 0)
-    written = sum((_buffer_bytes(n) for n in sorted(materialized)), 0)
-    return read, written
-
-
 # --- the collector ------------------------------------------------------------------------------
 @dataclass
 class _Pending:
@@ -235,14 +157,14 @@ class TagCollector:
         # templates). A matmul node can also appear among the origins of a layout copy or an
         # epilogue fed to an extern kernel; the extern kernel counts its FLOPs, not this one.
         computed_mm: set[torch.fx.Node] = set()
-        # Later stages of a split reduction (see _later_stage_work): their FX nodes are counted
+        # Later stages of a split reduction (see kernel_io.later_stage_work): their FX nodes are counted
         # where the whole input is reduced; here only the partial results they read.
         later: list[tuple[set[torch.fx.Node], costs.Expr]] = []
         for s in snodes:
             for sub in (s.get_nodes() if hasattr(s, "get_nodes") else [s]):
                 if getattr(sub, "node", None) is None:
                     continue
-                work = _later_stage_work(sub, V.graph)
+                work = kernel_io.later_stage_work(sub, V.graph)
                 if work is None:
                     origins.update(sub.node.origins)
                 else:
@@ -265,11 +187,11 @@ class TagCollector:
                 continue
             c = costs.node_cost(n)
             flops, mm = flops + c.flops, mm + c.matmul_flops
-        args = _find_kernel_args()
+        args = kernel_io.find_kernel_args()
         if args is not None:
-            read, written = _kernel_args_bytes(args)
+            read, written = kernel_io.kernel_args_bytes(args)
         else:
-            read, written = _read_writes_bytes(snodes)
+            read, written = kernel_io.read_writes_bytes(snodes)
         device = _device_of(snodes[0].node) if snodes else "cpu"
         gid = V.graph.graph_id
         if self.profiler_graph_id is None:
@@ -310,7 +232,7 @@ class TagCollector:
             read, written = costs.node_io_bytes(main)
         else:
             flops = mm = 0
-            read, written = _extern_ir_bytes(kernel)
+            read, written = kernel_io.extern_ir_bytes(kernel)
         target = op if op is not None else (main.target if main is not None else None)
         schema_name = getattr(getattr(target, "_schema", None), "name", None)
         # Under cpp_wrapper the trace shows the C shim (aoti_torch_cpu_addmm_out), which is
@@ -465,42 +387,6 @@ def _lead_node(nodes: Sequence[torch.fx.Node]) -> torch.fx.Node | None:
     return best
 
 
-def _later_stage_work(sub: Any, graph: Any) -> costs.Expr | None:
-    """Elements a later stage of one FX node's reduction reads, or None for any other IR node.
-
-    When one reduction has too few outputs to fill the device, Inductor splits it
-    (``Reduction.create_multilayer``): a first kernel reduces chunks of the input into partial
-    results, a second one reduces those, and an epilogue of the same lowering (``mean``'s division)
-    may follow. All of them carry the same FX origins, so counting the origins' FLOPs in each would
-    count the whole reduction two or three times (on the GPU, the second stage of a bias-gradient
-    sum got thousands of times its real work). A later stage is recognised by reading the output of
-    a reduction that has exactly its own origins; it counts 1 FLOP per element it reads (its
-    ranges times its reduction ranges), as docs/costs.md counts reductions."""
-    try:
-        from torch._inductor import ir
-
-        node = sub.node
-        own = set(node.origins)
-        if not own:
-            return None
-        later = False
-        for dep in sub.read_writes.reads:
-            buf = graph.get_buffer(dep.name)
-            if (isinstance(getattr(buf, "data", None), ir.Reduction)
-                    and set(getattr(buf, "origins", ())) == own):
-                later = True
-                break
-        if not later:
-            return None
-        data = getattr(node, "data", None)
-        ranges = list(node.get_size())
-        get_rsize = getattr(data, "get_reduction_size", None)
-        ranges += list(get_rsize()) if get_rsize is not None else []
-        return costs.to_expr(math.prod((costs.to_expr(r) for r in ranges), start=1))
-    except Exception:  # an IR shape we do not know: count the origins as before
-        return None
-
-
 def _hint(x: costs.Expr) -> int:
     """A size hint for ranking only (never for a decision Dynamo could guard on)."""
     if isinstance(x, int):
@@ -517,20 +403,6 @@ def _device_of(ir_node: Any) -> str:
         return dev.type if dev is not None else "cpu"
     except Exception:
         return "cpu"
-
-
-def _extern_ir_bytes(kernel: Any) -> tuple[costs.Expr, costs.Expr]:
-    read: costs.Expr = 0
-    for inp in getattr(kernel, "inputs", ()) or ():
-        try:
-            read = read + math.prod(costs.to_expr(s) for s in inp.get_size()) * inp.get_dtype().itemsize
-        except Exception:
-            continue
-    try:
-        written = math.prod(costs.to_expr(s) for s in kernel.get_size()) * kernel.get_dtype().itemsize
-    except Exception:
-        written = 0
-    return read, written
 
 
 # --- installing the hook ------------------------------------------------------------------------

@@ -92,7 +92,7 @@ def test_compile_fx_accepts_inner_compile_and_config_patches() -> None:
 
 
 def test_kernel_args_buffers() -> None:
-    # tagging._kernel_args_bytes reads the kernel's buffers
+    # kernel_io.kernel_args_bytes reads the kernel's buffers
     from torch._inductor.codegen.common import KernelArgs, RemovedArg  # noqa: F401
 
     args = KernelArgs()
