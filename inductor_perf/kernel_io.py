@@ -2,8 +2,9 @@
 
 :mod:`inductor_perf.tagging` calls these for every kernel call site: the bytes a generated kernel
 reads and writes (its KernelArgs, else its scheduler nodes' reads and writes), an extern kernel's
-bytes from its IR node when no FX node gives them, and the work of a split reduction's later stages.
-Like tagging, this reads private Inductor API pinned to the torch range in :mod:`inductor_perf.compat`.
+bytes from its IR node when no FX node gives them, and the work of a split reduction's later
+stages. Like tagging, this reads private Inductor API pinned to the torch range in
+:mod:`inductor_perf.compat`.
 """
 
 from __future__ import annotations
@@ -113,10 +114,11 @@ def later_stage_work(sub: Any, graph: Any) -> costs.Expr | None:
     (``Reduction.create_multilayer``): a first kernel reduces chunks of the input into partial
     results, a second one reduces those, and an epilogue of the same lowering (``mean``'s division)
     may follow. All of them carry the same FX origins, so counting the origins' FLOPs in each would
-    count the whole reduction two or three times (on the GPU, the second stage of a bias-gradient
-    sum got thousands of times its real work). A later stage is recognised by reading the output of
-    a reduction that has exactly its own origins; it counts 1 FLOP per element it reads (its
-    ranges times its reduction ranges), as docs/costs.md counts reductions."""
+    count the whole reduction two or three times (on an H100, the second stage of a
+    BatchNorm-backward sum got thousands of times the FLOPs Nsight Compute counted). A later stage
+    is recognised by reading the output of a reduction that has exactly its own origins; it counts
+    1 FLOP per element it reads (its ranges times its reduction ranges), as docs/costs.md counts
+    reductions."""
     try:
         from torch._inductor import ir
 

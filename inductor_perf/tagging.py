@@ -157,7 +157,7 @@ class TagCollector:
         # templates). A matmul node can also appear among the origins of a layout copy or an
         # epilogue fed to an extern kernel; the extern kernel counts its FLOPs, not this one.
         computed_mm: set[torch.fx.Node] = set()
-        # Later stages of a split reduction (see kernel_io.later_stage_work): their FX nodes are counted
+        # Later stages of a split reduction (kernel_io.later_stage_work): their FX nodes count
         # where the whole input is reduced; here only the partial results they read.
         later: list[tuple[set[torch.fx.Node], costs.Expr]] = []
         for s in snodes:
