@@ -252,6 +252,12 @@ def _op_name(target: Any) -> str:
     return name.split(".")[-1]
 
 
+def is_reduction(node: torch.fx.Node) -> bool:
+    """Whether ``node`` counts as a reduction here: 1 FLOP per input element (:func:`node_cost`)."""
+    return (node.op == "call_function" and _overload_formula(node.target) is None
+            and _op_name(node.target) in _REDUCTIONS)
+
+
 def _is_pointwise(target: Any) -> bool:
     tags = getattr(target, "tags", ())
     return torch.Tag.pointwise in tags

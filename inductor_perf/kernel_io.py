@@ -133,12 +133,27 @@ def later_stage_work(sub: Any, graph: Any) -> costs.Expr | None:
                     and set(getattr(buf, "origins", ())) == own):
                 later = True
                 break
-        if not later:
-            return None
-        data = getattr(node, "data", None)
+        return ir_elements(node) if later else None
+    except Exception:  # an IR shape we do not know: count the origins as before
+        return None
+
+
+def is_reduction_ir(sub: Any) -> bool:
+    """Whether a scheduler node computes a reduction (over its input, or over partial results)."""
+    try:
+        from torch._inductor import ir
+
+        return isinstance(getattr(sub.node, "data", None), ir.Reduction)
+    except Exception:
+        return False
+
+
+def ir_elements(node: Any) -> costs.Expr | None:
+    """Elements an IR node computes: its ranges times its reduction ranges (None: unknown)."""
+    try:
         ranges = list(node.get_size())
-        get_rsize = getattr(data, "get_reduction_size", None)
+        get_rsize = getattr(getattr(node, "data", None), "get_reduction_size", None)
         ranges += list(get_rsize()) if get_rsize is not None else []
         return costs.to_expr(math.prod((costs.to_expr(r) for r in ranges), start=1))
-    except Exception:  # an IR shape we do not know: count the origins as before
+    except Exception:
         return None

@@ -152,41 +152,10 @@ class TagCollector:
         from torch._inductor.virtualized import V
 
         snodes = [s for s in node_schedule if getattr(s, "node", None) is not None]
-        origins: set[torch.fx.Node] = set()
-        # Matmul-like nodes this kernel really computes: those of template nodes (mm/conv
-        # templates). A matmul node can also appear among the origins of a layout copy or an
-        # epilogue fed to an extern kernel; the extern kernel counts its FLOPs, not this one.
-        computed_mm: set[torch.fx.Node] = set()
-        # Later stages of a split reduction (kernel_io.later_stage_work): their FX nodes count
-        # where the whole input is reduced; here only the partial results they read.
-        later: list[tuple[set[torch.fx.Node], costs.Expr]] = []
-        for s in snodes:
-            for sub in (s.get_nodes() if hasattr(s, "get_nodes") else [s]):
-                if getattr(sub, "node", None) is None:
-                    continue
-                work = kernel_io.later_stage_work(sub, V.graph)
-                if work is None:
-                    origins.update(sub.node.origins)
-                else:
-                    later.append((set(sub.node.origins), work))
-                if sub.is_template():
-                    computed_mm.update(sub.node.origins)
-        counted = set(origins)
-        flops: costs.Expr = 0
-        for stage_origins, work in later:
-            if not stage_origins <= counted:  # its first stage ran in another kernel
-                flops = flops + work
-            origins |= stage_origins  # for the attribution, whichever kernel counts them
+        subs = [sub for s in snodes for sub in (s.get_nodes() if hasattr(s, "get_nodes") else [s])
+                if getattr(sub, "node", None) is not None]
         order = self._graph_order()
-        nodes = sorted(origins, key=lambda n: order.get(n, math.inf))
-        mm: costs.Expr = 0
-        for n in nodes:
-            if n not in counted:
-                continue
-            if costs.is_matmul_op(n.target) and n not in computed_mm:
-                continue
-            c = costs.node_cost(n)
-            flops, mm = flops + c.flops, mm + c.matmul_flops
+        nodes, flops, mm = _generated_costs(subs, V.graph, order)
         args = kernel_io.find_kernel_args()
         if args is not None:
             read, written = kernel_io.kernel_args_bytes(args)
@@ -270,6 +239,57 @@ class TagCollector:
                 op=p.op,
             ))
         return tags
+
+
+def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.Node, int],
+                     ) -> tuple[list[torch.fx.Node], costs.Expr, costs.Expr]:
+    """The FX nodes (in graph order), FLOPs and matmul FLOPs of a generated kernel's IR nodes.
+
+    docs/costs.md has the rules. An FX node counts in full where the kernel computes it: a
+    pointwise node in every IR node that inlines it (recomputation is work), a reduction in an IR
+    node that reduces its input, a matmul only in a template node (a layout copy or an epilogue
+    may list the matmul among its origins; the extern kernel counts it). A reduction met only in
+    the pointwise tail of its lowering (``var_mean``'s ``m2 / N`` inlined into a consumer) counts 1
+    FLOP per element of those IR nodes. A later stage of a split reduction counts the elements it
+    reads (:func:`kernel_io.later_stage_work`), and its FX nodes nothing more here."""
+    origins: set[torch.fx.Node] = set()
+    full: set[torch.fx.Node] = set()
+    computed_mm: set[torch.fx.Node] = set()
+    tails: dict[torch.fx.Node, costs.Expr] = {}
+    later: list[tuple[set[torch.fx.Node], costs.Expr]] = []
+    for sub in subs:
+        own = set(sub.node.origins)
+        origins |= own
+        if sub.is_template():
+            computed_mm |= own
+        work = kernel_io.later_stage_work(sub, graph)
+        if work is not None:
+            later.append((own, work))
+            continue
+        if kernel_io.is_reduction_ir(sub):
+            full |= own
+            continue
+        for n in own:
+            elements = kernel_io.ir_elements(sub.node) if costs.is_reduction(n) else None
+            if elements is None:
+                full.add(n)
+            else:
+                tails[n] = tails.get(n, 0) + elements
+    flops: costs.Expr = 0
+    mm: costs.Expr = 0
+    for own, work in later:
+        if not own <= full:  # its first stage ran in another kernel
+            flops = flops + work
+    nodes = sorted(origins, key=lambda n: order.get(n, math.inf))
+    for n in nodes:
+        if n in full:
+            if costs.is_matmul_op(n.target) and n not in computed_mm:
+                continue
+            c = costs.node_cost(n)
+            flops, mm = flops + c.flops, mm + c.matmul_flops
+        elif n in tails:
+            flops = flops + tails[n]
+    return nodes, flops, mm
 
 
 def _drop_repeated_pass(pending: list[_Pending]) -> list[_Pending]:

@@ -60,6 +60,7 @@ out["sum"] = graphs_of(lambda x: (x * 2).sum(), torch.randn(N))
 out["mean"] = graphs_of(lambda x: x.mean(), torch.randn(N))
 out["sum_plus"] = graphs_of(lambda x: x.sum() + 1, torch.randn(N))
 out["linear"] = graphs_of(torch.nn.Linear(4, 2), torch.randn(2**18, 4), backward=True)
+out["batchnorm"] = graphs_of(torch.nn.BatchNorm2d(64), torch.randn(32, 64, 28, 28), dynamic=False)
 print("JSON:" + json.dumps(out))
 """
 
@@ -123,3 +124,20 @@ def test_bias_gradient_over_many_rows(split_runs) -> None:
     assert later, bwd
     for k in later:
         assert k["flops"] == k["read"] // FP32, k
+
+
+def test_batchnorm_tail_counts_per_channel(split_runs) -> None:
+    # BatchNorm2d(64) training forward over [32, 64, 28, 28]: var_mean reduces 2^15·49 elements.
+    # Its lowering leaves a pointwise tail (the variance is m2 / N) that Inductor inlines into the
+    # running-variance update, a kernel over 64 channels: that kernel counts a few FLOPs per
+    # channel, not var_mean's whole input again (1,605,632 before).
+    n, c = 32 * 64 * 28 * 28, 64
+    (graph,) = split_runs["batchnorm"]
+    kernels = _generated([graph])
+    per_channel = [k for k in kernels if k["read"] <= 4 * c * FP32]
+    tails = [k for k in per_channel if "aten.var_mean.correction" in k["targets"]]
+    assert tails, kernels  # the tail was inlined into a per-channel kernel: else this proves nothing
+    for k in per_channel:
+        assert 0 < k["flops"] <= 8 * c, k
+    # the kernels that read the input count var_mean in full: 1 FLOP per input element
+    assert any(k["flops"] == n for k in kernels if k["targets"] == ["aten.var_mean.correction"]), kernels
