@@ -269,12 +269,14 @@ def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.No
         if kernel_io.is_reduction_ir(sub):
             full |= own
             continue
-        for n in own:
-            elements = kernel_io.ir_elements(sub.node) if costs.is_reduction(n) else None
-            if elements is None:
-                full.add(n)
-            else:
-                tails[n] = tails.get(n, 0) + elements
+        reductions = {n for n in own if costs.is_reduction(n)}
+        elements = kernel_io.ir_elements(sub.node) if reductions else None
+        if elements is None:
+            full |= own
+            continue
+        full |= own - reductions
+        for n in reductions:
+            tails[n] = tails.get(n, 0) + elements
     flops: costs.Expr = 0
     mm: costs.Expr = 0
     for own, work in later:

@@ -22,7 +22,7 @@ N = 2**20
 FP32 = 4
 
 CHILD = r"""
-import json, sys
+import json
 import torch
 from torch._inductor.codegen.common import BackendFeature
 from torch._inductor.codegen.cpp import CppScheduling
