@@ -4,7 +4,7 @@ in a worker process (:func:`two_sides`). Then :func:`rows.compare_units` joins t
 whole traces' units.
 
 A side is the trace's units (:func:`units.units_from_events`) grouped by everything the row join
-reads (:func:`units.aggregate_units`): a few thousand units for a million events, whatever the
+reads (:func:`aggregate_units`): a few thousand units for a million events, whatever the
 file's size, so only that crosses between processes. A large file (``engine="auto"``:
 :data:`~inductor_perf.summary_stream.STREAM_MIN_BYTES` of JSON text or more) is read as the
 streaming summary reads it (:class:`summary_stream.Windows`: orjson windows of the mapped text):
@@ -16,6 +16,7 @@ does not take (no orjson, another layout, NaN literals) is loaded whole, as befo
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from types import SimpleNamespace
@@ -23,8 +24,9 @@ from typing import Any, Mapping
 
 from .. import events as evs
 from .. import trace_format as tf
-from ..markers import MARKER_PREFIX
-from .units import HOST_CATS, UNIT_ARGS, TraceUnits, aggregate_units, trace_units, units_from_events
+from .kernels import (DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, LAUNCH_EVENT, OTHER_EVENT, category_kind,
+                      correlation_key)
+from .units import UNIT_ARGS, TraceUnits, Unit, trace_units, units_from_events
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +47,7 @@ _MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
 
 
 def side_of_file(path: str | os.PathLike, engine: str = "auto") -> tuple[TraceUnits, str | None]:
-    """The aggregated units of the trace file ``path`` (:func:`units.aggregate_units`) and the
+    """The aggregated units of the trace file ``path`` (:func:`aggregate_units`) and the
     note on its costs (:func:`inductor_perf.summary_raw.with_costs`'s); TraceFormatError with one
     line for a file that is not a readable trace."""
     p = os.fspath(path)
@@ -106,55 +108,88 @@ def _stream(path: str) -> tuple[TraceUnits, str | None]:
         routes: dict[str, tuple[int, int]] = {}
         i = 0
         for batch in windows:
-            # the summary's fused loop: the cost join sees every event, _Kept the host events
+            # the summary's fused loop: the cost join sees every event, _Kept what units read
             i = _read_batch(batch, i, join, kept, routes, windows)
         batch = None  # the last window, freed before the costs are placed
-        note = _place_costs(join, kept.costed, kept.marked, kept.host, i, windows.header or {})
+        note = _place_costs(join, kept, i, windows.header or {})
+        by_ext = _ops_by_ext(join, kept)
         del join
         # still without the cyclic GC: cutting units makes an object or more per host event, and
         # each collection would walk the host events again (~4 s of a 1M-event side)
-        return aggregate_units(units_from_events(kept.host)), note
+        return aggregate_units(units_from_events(kept.host + kept.device, launches=kept.launches,
+                                                 ops_by_ext=by_ext)), note
+
+
+def _ops_by_ext(join: Any, kept: "_Kept") -> dict[Any, tuple[Any, Any, float]]:
+    """:func:`kernels.ops_by_external_id` for the External ids of the device events whose launch
+    the trace lacks, from the cost join's index (its ops by External id, its threads' columns)."""
+    want: dict[int, Any] = {}
+    for _, ev, _, _ in kept.device:
+        args = ev["args"]
+        corr, ext = args.get("correlation"), args.get("External id")
+        if ext is not None and (corr is None or correlation_key(corr) not in kept.launches):
+            k = correlation_key(ext)
+            op = join.ext_to_op.get(k) if k not in join.dup_ext else None
+            if op is not None:
+                want[op] = k
+    out: dict[Any, tuple[Any, Any, float]] = {}
+    if want:
+        for (pid, tid), (starts, _, index) in join.by_thread.items():
+            for ts, i in zip(starts, index):
+                k = want.get(i)
+                if k is not None:
+                    out[k] = (pid, tid, ts)
+    return out
 
 
 class _Kept:
     """What a side keeps of a trace's events, fed by the streaming summary's fused loop
     (:func:`~inductor_perf.summary_pass.read_batch`) in the place of its ``_Pass``: each complete host
-    event that cutting units reads, slimmed (:func:`_host_event`), whether the trace is costed (an
-    event's args carry a cost mark) and whether it has our graph markers. The loop hands it those
-    events through :meth:`unit` (the others through :meth:`add` / :meth:`add_other`, as the dicts
-    they are); it keeps no device event."""
+    and device event that cutting units reads, slimmed (:func:`_slim`), the place of each launch by
+    correlation, whether the trace is costed (an event's args carry a cost mark). The loop hands it
+    those events through :meth:`unit` (the others through :meth:`add` / :meth:`add_other`, as the
+    dicts they are)."""
 
     def __init__(self) -> None:
         from ..summary_pass import UNIT
 
         self.host: list[tuple[int, dict, float, float]] = []
-        self.costed = self.marked = False
-        self._unit, self._cats = UNIT, {}
+        self.device: list[tuple[int, dict, float, float]] = []
+        self.launches: dict[Any, tuple[Any, Any, float]] = {}
+        self.costed = False
+        self._unit, self._cats, self._kinds = UNIT, {}, {}
         self.used, self.w0, self.w1 = 0, float("inf"), float("-inf")  # what the loop adds up (unread here)
 
     def _classify(self, cat: str) -> int:
-        """:data:`~inductor_perf.summary_pass.UNIT` for a category units are cut from, else 0 (nothing)."""
+        """:data:`~inductor_perf.summary_pass.UNIT` for a category a side reads (:func:`kernels.category_kind`),
+        else 0 (nothing)."""
         c = self._cats.get(cat)
         if c is None:
-            c = self._cats[cat] = self._unit if cat.lower() in HOST_CATS else 0
+            kind = self._kinds[cat] = category_kind(cat)
+            c = self._cats[cat] = self._unit if kind != OTHER_EVENT else 0
         return c
 
     def unit(self, i: int, name: str, cat: str, pid: Any, tid: Any, ts: float, dur: float, args: dict) -> None:
-        """Keep complete event ``i`` (its fields Kineto's plain types: :func:`_host_event` of it)."""
-        kept = {k: args[k] for k in UNIT_ARGS if k in args}
-        self.host.append((i, {"name": name, "cat": cat, "pid": pid, "tid": tid, "args": kept or _NO_ARGS}, ts, dur))
-        if not self.marked and name.startswith(MARKER_PREFIX):
-            self.marked = True
+        """Keep complete event ``i`` (its fields Kineto's plain types: :func:`_slim` of it)."""
+        kind = self._kinds[cat]
+        if kind == HOST_EVENT:
+            kept = {k: args[k] for k in UNIT_ARGS if k in args}
+            self.host.append((i, {"name": name, "cat": cat, "pid": pid, "tid": tid, "args": kept or _NO_ARGS}, ts, dur))
+        elif kind == DEVICE_EVENT:
+            if dur > 0:
+                kept = {k: args[k] for k in DEVICE_ARGS if k in args}
+                self.device.append((i, {"name": name, "cat": cat, "args": kept or _NO_ARGS}, ts, dur))
+        else:
+            corr = args.get("correlation")
+            if corr is not None:
+                self.launches[correlation_key(corr)] = (pid, tid, ts)
 
     def add(self, i: int, ev: dict) -> None:
-        """Complete event ``i`` whose fields are not all plain: kept when cutting units reads it."""
+        """Complete event ``i`` whose fields are not all plain: kept when a side reads it."""
         self.add_other(ev)  # its cost marks
         cat = ev.get("cat")
         if type(cat) is str and self._classify(cat):
-            slim = _host_event(i, ev, cat, ev.get("args"))
-            if slim is not None:
-                self.host.append(slim)
-                self.marked = self.marked or slim[1]["name"].startswith(MARKER_PREFIX)
+            _slim(self, i, ev, cat, self._kinds[cat])
 
     def add_other(self, ev: Any) -> None:
         """Any other event: only its cost marks are read."""
@@ -163,45 +198,103 @@ class _Kept:
             self.costed = True
 
 
-def _host_event(i: int, ev: dict, cat: str, args: Any) -> tuple[int, dict, float, float] | None:
-    """``(i, slim event, ts, dur)`` of a complete host event (category ``cat``) that cutting units
-    reads (a name and a finite start: :func:`events.complete_events`), else None. The slim event
-    keeps the name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`."""
-    name = ev.get("name")
-    if not isinstance(name, str):
-        return None
+def _slim(kept: _Kept, i: int, ev: dict, cat: str, kind: int) -> None:
+    """Keep complete event ``i`` (category ``cat`` of kind ``kind``) in ``kept`` when a side reads it,
+    as :class:`units._Events` reads a loaded trace's: a host or device event needs a name and a finite
+    start (:func:`events.complete_events`), a device event a duration, a launch its correlation. The
+    slim event keeps the name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`
+    (device events: :data:`kernels.DEVICE_ARGS`)."""
     ts = evs.number(ev.get("ts"))
     if ts is None:
-        return None
+        return
+    args = evs.event_args(ev)
+    if kind == LAUNCH_EVENT:
+        corr = args.get("correlation")
+        if corr is not None:
+            kept.launches[correlation_key(corr)] = (ev.get("pid"), ev.get("tid"), ts)
+        return
+    name = ev.get("name")
+    if not isinstance(name, str):
+        return
     dur = evs.number(ev.get("dur"))
-    kept = {k: args[k] for k in UNIT_ARGS if k in args} if type(args) is dict else _NO_ARGS
-    slim = {"name": name, "cat": cat, "pid": ev.get("pid"), "tid": ev.get("tid"), "args": kept or _NO_ARGS}
-    return i, slim, ts, dur if dur is not None else 0.0
+    dur = dur if dur is not None else 0.0
+    keys = UNIT_ARGS if kind == HOST_EVENT else DEVICE_ARGS
+    slim = {"name": name, "cat": cat, "pid": ev.get("pid"), "tid": ev.get("tid"),
+            "args": {k: args[k] for k in keys if k in args} or _NO_ARGS}
+    if kind == HOST_EVENT:
+        kept.host.append((i, slim, ts, dur))
+    elif dur > 0:
+        kept.device.append((i, slim, ts, dur))
 
 
-def _place_costs(join: Any, costed: bool, marked: bool, host: list[tuple[int, dict, float, float]],
-                 n_events: int, header: dict) -> str | None:
-    """Cost the trace as :func:`inductor_perf.summary_raw.with_costs` does a loaded one and return
-    its note. Only a compiled kernel's unit reads the args costs write (``kernel_flop``,
-    ``achieved_flops_pct``), and kernel units are the host events inside a graph marker: without a
-    marker the costs only make the note. Peaks never apply to host events (``device_events_only``),
-    so no device is looked up."""
-    from ..cost_args import augment_event
+def _place_costs(join: Any, kept: _Kept, n_events: int, header: dict) -> str | None:
+    """Cost the trace as :func:`inductor_perf.summary_raw.with_costs` does a loaded one (the device's
+    peaks on device events only) and return its note. Only the events kept are costed: the args
+    costs write that a side reads (``kernel_flop``, ``achieved_flops_pct``) are on them."""
+    from ..cost_args import augment_event, device_bandwidth, device_from_trace
     from ..event_cost import AugmentStats
     from ..summary_stream_finish import _costs
 
-    seen = SimpleNamespace(costed=costed, total=n_events)  # what _costs reads of the summary's pass
+    seen = SimpleNamespace(costed=kept.costed, total=n_events)  # what _costs reads of the summary's pass
     costs, _, note, apply = _costs(seen, join, header)
-    if apply and marked:
-        stats, cache = AugmentStats(), {}
-        for k, (i, slim, ts, dur) in enumerate(host):
+    if not apply:
+        return note
+    device = device_from_trace(header)[0] if kept.device else None
+    stats, cache, bandwidth = AugmentStats(), {}, device_bandwidth(device)
+    for events in (kept.host, kept.device):
+        for k, (i, slim, ts, dur) in enumerate(events):
             c = costs.get(i)
             if c is not None:
                 # a missing, zero or non-finite duration reads as none, as it does on the event itself
-                new = augment_event({"cat": slim["cat"], "dur": dur, "args": slim["args"]}, c, None, True, cache,
-                                    None, stats)
-                host[k] = (i, {**slim, "args": new["args"]}, ts, dur)
+                new = augment_event({"cat": slim["cat"], "dur": dur, "args": slim["args"]}, c, device, True, cache,
+                                    bandwidth, stats)
+                events[k] = (i, {**slim, "args": new["args"]}, ts, dur)
     return note
+
+
+# --- aggregated units ------------------------------------------------------------------------------
+def aggregate_units(tu: TraceUnits) -> TraceUnits:
+    """``tu`` with its units (and, apart, its kernels) grouped by everything the rows read of a unit
+    (phase, module, source, name, eager ops, call-tree names, fusion modules and FX node keys,
+    whether its FLOPs and peak % are known): one unit per group, its :attr:`Unit.count` the calls,
+    ``dur`` and ``flops`` their totals, ``ts`` the first one's start, ``achieved_pct`` the
+    FLOP-weighted mean. The groups keep the order of their first unit. :func:`rows.compare_units`
+    gives the same rows for both, within float rounding. Groups grow with the distinct calls, not
+    the calls: 5,807 units of a real A100 trace make 100 groups, the million events of
+    ``bench/gen_trace.py`` 5.
+
+    >>> u = Unit("aten::mm", 5.0, 2.0, "forward", "fc", None, ("aten::mm",), False)
+    >>> v = dataclasses.replace(u, ts=9.0, dur=3.0)
+    >>> [(g.count, g.ts, g.dur) for g in aggregate_units(TraceUnits([u, v], [10.0], "span", True, False, False)).units]
+    [(2, 5.0, 5.0)]
+    """
+    return dataclasses.replace(tu, units=_aggregate(tu.units), kernels=_aggregate(tu.kernels))
+
+
+def _aggregate(units: list[Unit]) -> list[Unit]:
+    groups: dict[tuple[Any, ...], Unit] = {}
+    den: dict[tuple[Any, ...], float] = {}
+    for u in units:
+        pct = u.flops is not None and bool(u.achieved_pct) and u.achieved_pct > 0 and u.flops > 0
+        key = (u.phase, u.module, u.source, u.source_inferred, u.name, u.ops, u.compiled, u.subtree_names,
+               u.also_modules, u.node_keys, u.flops is not None, pct)
+        g = groups.get(key)
+        if g is None:
+            groups[key] = dataclasses.replace(u, achieved_pct=None)
+            den[key] = u.flops / u.achieved_pct if pct else 0.0
+            continue
+        g.count += u.count
+        g.dur += u.dur
+        if u.ts < g.ts:
+            g.ts = u.ts
+        if u.flops is not None:
+            g.flops = (g.flops or 0.0) + u.flops
+        if pct:
+            den[key] += u.flops / u.achieved_pct
+    for key, g in groups.items():
+        if key[-1]:  # peak % of the group: its FLOPs over the time they would take at 100 %
+            g.achieved_pct = g.flops / den[key]
+    return list(groups.values())
 
 
 # --- the two sides at once -------------------------------------------------------------------------
