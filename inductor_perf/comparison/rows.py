@@ -391,6 +391,8 @@ def compare_units(a: TraceUnits, b: TraceUnits, *, by: str = "module", labels: t
     """Join two traces' units into rows (pure). ``a`` is the baseline (eager), ``b`` the candidate."""
     if by not in BY:
         raise InductorPerfError(f"unknown grouping by={by!r}; expected one of {', '.join(BY)}")
+    if by == "kernel" and not (a.kernels_read and b.kernels_read):
+        raise ValueError("by='kernel' needs the kernels: units read with kernels=False have none")
     notes: list[str] = []
     sides = (a, b)
     by = _resolve_by(a, b, by, labels, notes)

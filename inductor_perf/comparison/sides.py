@@ -24,9 +24,8 @@ from typing import Any, Mapping
 
 from .. import events as evs
 from .. import trace_format as tf
-from .kernels import (DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, LAUNCH_EVENT, OTHER_EVENT, category_kind,
-                      correlation_key)
-from .units import UNIT_ARGS, TraceUnits, Unit, trace_units, units_from_events
+from .kernels import DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, category_kind, correlation_key
+from .units import UNIT_ARGS, Device, TraceUnits, Unit, trace_units, units_from_events
 
 log = logging.getLogger(__name__)
 
@@ -46,23 +45,25 @@ _MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
 """What makes a trace costed (:func:`inductor_perf.summary_raw.is_costed`)."""
 
 
-def side_of_file(path: str | os.PathLike, engine: str = "auto") -> tuple[TraceUnits, str | None]:
+def side_of_file(path: str | os.PathLike, engine: str = "auto", kernels: bool = True
+                 ) -> tuple[TraceUnits, str | None]:
     """The aggregated units of the trace file ``path`` (:func:`aggregate_units`) and the
     note on its costs (:func:`inductor_perf.summary_raw.with_costs`'s); TraceFormatError with one
-    line for a file that is not a readable trace."""
+    line for a file that is not a readable trace. ``kernels=False``: without the kernels (only
+    ``by="kernel"`` reads them)."""
     p = os.fspath(path)
     if engine not in ENGINES:
         raise ValueError(f"unknown diff engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
     if engine == "stream" or engine == "auto" and _large(p):
-        got = _streamed_side(p)
+        got = _streamed_side(p, kernels)
         if got is not None:
             return got
         log.info("%s: not streamed (a layout the streaming pass does not take): loading it", p)
-    units, note = costed_units(tf.load_trace(p))
+    units, note = costed_units(tf.load_trace(p), kernels)
     return aggregate_units(units), note
 
 
-def costed_units(trace: Mapping[str, Any]) -> tuple[TraceUnits, str | None]:
+def costed_units(trace: Mapping[str, Any], kernels: bool = True) -> tuple[TraceUnits, str | None]:
     """The comparison units of ``trace``, costed first when ``augment`` has not costed it (the same
     code, in memory: :func:`inductor_perf.summary_raw.with_costs`), and the note saying so."""
     from ..cost_args import device_from_trace
@@ -71,7 +72,7 @@ def costed_units(trace: Mapping[str, Any]) -> tuple[TraceUnits, str | None]:
     note = None
     if isinstance(trace, dict):
         trace, note = with_costs(trace, device_from_trace(trace)[0])
-    return trace_units(trace), note
+    return trace_units(trace, kernels=kernels), note
 
 
 def _large(path: str) -> bool:
@@ -83,7 +84,7 @@ def _large(path: str) -> bool:
         return False  # the whole load says what is wrong
 
 
-def _streamed_side(path: str) -> tuple[TraceUnits, str | None] | None:
+def _streamed_side(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None] | None:
     """:func:`side_of_file` in one pass over the file's windows; None when the streaming engine
     does not take the file."""
     from ..summary_stream import _Layout
@@ -91,13 +92,13 @@ def _streamed_side(path: str) -> tuple[TraceUnits, str | None] | None:
     if tf._orjson() is None:
         return None
     try:
-        return _stream(path)
+        return _stream(path, kernels)
     except _Layout as e:
         log.info("%s: not streamed (%s)", path, e or "layout")
         return None
 
 
-def _stream(path: str) -> tuple[TraceUnits, str | None]:
+def _stream(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None]:
     from ..op_costs import CostJoin
     from ..summary_stream import Windows, _read_batch, mapped_text
 
@@ -112,50 +113,60 @@ def _stream(path: str) -> tuple[TraceUnits, str | None]:
             i = _read_batch(batch, i, join, kept, routes, windows)
         batch = None  # the last window, freed before the costs are placed
         note = _place_costs(join, kept, i, windows.header or {})
-        by_ext = _ops_by_ext(join, kept)
+        launches, by_ext = _launch_places(join, kept.device)
         del join
         # still without the cyclic GC: cutting units makes an object or more per host event, and
         # each collection would walk the host events again (~4 s of a 1M-event side)
-        return aggregate_units(units_from_events(kept.host + kept.device, launches=kept.launches,
-                                                 ops_by_ext=by_ext)), note
+        return aggregate_units(units_from_events(kept.host, launches=launches, ops_by_ext=by_ext,
+                                                 device=kept.device, kernels=kernels)), note
 
 
-def _ops_by_ext(join: Any, kept: "_Kept") -> dict[Any, tuple[Any, Any, float]]:
-    """:func:`kernels.ops_by_external_id` for the External ids of the device events whose launch
-    the trace lacks, from the cost join's index (its ops by External id, its threads' columns)."""
-    want: dict[int, Any] = {}
-    for _, ev, _, _ in kept.device:
-        args = ev["args"]
-        corr, ext = args.get("correlation"), args.get("External id")
-        if ext is not None and (corr is None or correlation_key(corr) not in kept.launches):
+def _launch_places(join: Any, device: list[Device]) -> tuple[dict[Any, tuple[Any, Any, float]],
+                                                             dict[Any, tuple[Any, Any, float]]]:
+    """(the place (pid, tid, ts) of each launch the ``device`` events name, by correlation; of each
+    CPU op by External id, for those whose launch the trace lacks: :func:`kernels.ops_by_external_id`),
+    from the cost join's index (its launches by correlation, ops by External id and threads'
+    columns), which the streaming loop built as :class:`units._Events` reads a loaded trace."""
+    runtime: dict[int, Any] = {}
+    ops: dict[int, Any] = {}
+    by_corr, ext_to_op, dup = join.runtime_by_corr, join.ext_to_op, join.dup_ext
+    for _, _, _, _, corr, ext, _ in device:
+        r = by_corr.get(correlation_key(corr)) if corr is not None else None
+        if r is not None:
+            runtime[r] = correlation_key(corr)
+        elif ext is not None:
             k = correlation_key(ext)
-            op = join.ext_to_op.get(k) if k not in join.dup_ext else None
+            op = ext_to_op.get(k) if k not in dup else None
             if op is not None:
-                want[op] = k
-    out: dict[Any, tuple[Any, Any, float]] = {}
-    if want:
+                ops[op] = k
+    launches: dict[Any, tuple[Any, Any, float]] = {}
+    by_ext: dict[Any, tuple[Any, Any, float]] = {}
+    if runtime or ops:
         for (pid, tid), (starts, _, index) in join.by_thread.items():
             for ts, i in zip(starts, index):
-                k = want.get(i)
+                k = runtime.get(i)
                 if k is not None:
-                    out[k] = (pid, tid, ts)
-    return out
+                    launches[k] = (pid, tid, ts)
+                k = ops.get(i)
+                if k is not None:
+                    by_ext[k] = (pid, tid, ts)
+    return launches, by_ext
 
 
 class _Kept:
     """What a side keeps of a trace's events, fed by the streaming summary's fused loop
     (:func:`~inductor_perf.summary_pass.read_batch`) in the place of its ``_Pass``: each complete host
-    and device event that cutting units reads, slimmed (:func:`_slim`), the place of each launch by
-    correlation, whether the trace is costed (an event's args carry a cost mark). The loop hands it
-    those events through :meth:`unit` (the others through :meth:`add` / :meth:`add_other`, as the
-    dicts they are)."""
+    and device event that cutting units reads, slimmed (:func:`_slim`; a device event as a
+    :data:`units.Device`), whether the trace is costed (an event's args carry a cost mark). The loop
+    hands it those events through :meth:`unit` (the others through :meth:`add` / :meth:`add_other`,
+    as the dicts they are). The launches' places come from the cost join's index afterwards
+    (:func:`_launch_places`)."""
 
     def __init__(self) -> None:
         from ..summary_pass import UNIT
 
         self.host: list[tuple[int, dict, float, float]] = []
-        self.device: list[tuple[int, dict, float, float]] = []
-        self.launches: dict[Any, tuple[Any, Any, float]] = {}
+        self.device: list[Device] = []
         self.costed = False
         self._unit, self._cats, self._kinds = UNIT, {}, {}
         self.used, self.w0, self.w1 = 0, float("inf"), float("-inf")  # what the loop adds up (unread here)
@@ -166,7 +177,7 @@ class _Kept:
         c = self._cats.get(cat)
         if c is None:
             kind = self._kinds[cat] = category_kind(cat)
-            c = self._cats[cat] = self._unit if kind != OTHER_EVENT else 0
+            c = self._cats[cat] = self._unit if kind == HOST_EVENT or kind == DEVICE_EVENT else 0
         return c
 
     def unit(self, i: int, name: str, cat: str, pid: Any, tid: Any, ts: float, dur: float, args: dict) -> None:
@@ -175,14 +186,9 @@ class _Kept:
         if kind == HOST_EVENT:
             kept = {k: args[k] for k in UNIT_ARGS if k in args}
             self.host.append((i, {"name": name, "cat": cat, "pid": pid, "tid": tid, "args": kept or _NO_ARGS}, ts, dur))
-        elif kind == DEVICE_EVENT:
-            if dur > 0:
-                kept = {k: args[k] for k in DEVICE_ARGS if k in args}
-                self.device.append((i, {"name": name, "cat": cat, "args": kept or _NO_ARGS}, ts, dur))
-        else:
-            corr = args.get("correlation")
-            if corr is not None:
-                self.launches[correlation_key(corr)] = (pid, tid, ts)
+        elif dur > 0:  # a device event
+            self.device.append((i, name, ts, dur, args.get("correlation"), args.get("External id"),
+                                _device_args(args)))
 
     def add(self, i: int, ev: dict) -> None:
         """Complete event ``i`` whose fields are not all plain: kept when a side reads it."""
@@ -201,38 +207,47 @@ class _Kept:
 def _slim(kept: _Kept, i: int, ev: dict, cat: str, kind: int) -> None:
     """Keep complete event ``i`` (category ``cat`` of kind ``kind``) in ``kept`` when a side reads it,
     as :class:`units._Events` reads a loaded trace's: a host or device event needs a name and a finite
-    start (:func:`events.complete_events`), a device event a duration, a launch its correlation. The
-    slim event keeps the name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`
-    (device events: :data:`kernels.DEVICE_ARGS`)."""
+    start (:func:`events.complete_events`), a device event a duration. The slim host event keeps the
+    name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`; a device event is kept
+    as a :data:`units.Device` (the args of :data:`kernels.DEVICE_ARGS`)."""
     ts = evs.number(ev.get("ts"))
     if ts is None:
         return
     args = evs.event_args(ev)
-    if kind == LAUNCH_EVENT:
-        corr = args.get("correlation")
-        if corr is not None:
-            kept.launches[correlation_key(corr)] = (ev.get("pid"), ev.get("tid"), ts)
-        return
     name = ev.get("name")
     if not isinstance(name, str):
         return
     dur = evs.number(ev.get("dur"))
     dur = dur if dur is not None else 0.0
-    keys = UNIT_ARGS if kind == HOST_EVENT else DEVICE_ARGS
-    slim = {"name": name, "cat": cat, "pid": ev.get("pid"), "tid": ev.get("tid"),
-            "args": {k: args[k] for k in keys if k in args} or _NO_ARGS}
     if kind == HOST_EVENT:
+        slim = {"name": name, "cat": cat, "pid": ev.get("pid"), "tid": ev.get("tid"),
+                "args": {k: args[k] for k in UNIT_ARGS if k in args} or _NO_ARGS}
         kept.host.append((i, slim, ts, dur))
     elif dur > 0:
-        kept.device.append((i, slim, ts, dur))
+        kept.device.append((i, name, ts, dur, args.get("correlation"), args.get("External id"), _device_args(args)))
+
+
+def _device_args(args: dict) -> dict:
+    """The args of a device event that kernels read beside its launch (:data:`kernels.DEVICE_ARGS`):
+    what augmenting wrote on it, most often nothing (the shared empty dict)."""
+    kept = None
+    for k in _COST_KEYS:
+        if k in args:
+            if kept is None:
+                kept = {}
+            kept[k] = args[k]
+    return kept if kept is not None else _NO_ARGS
+
+
+_COST_KEYS = tuple(k for k in DEVICE_ARGS if k not in ("correlation", "External id"))
+"""The device event args kept besides its launch (its place)."""
 
 
 def _place_costs(join: Any, kept: _Kept, n_events: int, header: dict) -> str | None:
     """Cost the trace as :func:`inductor_perf.summary_raw.with_costs` does a loaded one (the device's
-    peaks on device events only) and return its note. Only the events kept are costed: the args
-    costs write that a side reads (``kernel_flop``, ``achieved_flops_pct``) are on them."""
-    from ..cost_args import augment_event, device_bandwidth, device_from_trace
-    from ..event_cost import AugmentStats
+    peaks on device events only) and return its note. Only the events kept are costed, and only with
+    the args a side reads (:func:`_read_args`)."""
+    from ..cost_args import device_from_trace
     from ..summary_stream_finish import _costs
 
     seen = SimpleNamespace(costed=kept.costed, total=n_events)  # what _costs reads of the summary's pass
@@ -240,16 +255,46 @@ def _place_costs(join: Any, kept: _Kept, n_events: int, header: dict) -> str | N
     if not apply:
         return note
     device = device_from_trace(header)[0] if kept.device else None
-    stats, cache, bandwidth = AugmentStats(), {}, device_bandwidth(device)
-    for events in (kept.host, kept.device):
-        for k, (i, slim, ts, dur) in enumerate(events):
-            c = costs.get(i)
-            if c is not None:
-                # a missing, zero or non-finite duration reads as none, as it does on the event itself
-                new = augment_event({"cat": slim["cat"], "dur": dur, "args": slim["args"]}, c, device, True, cache,
-                                    bandwidth, stats)
-                events[k] = (i, {**slim, "args": new["args"]}, ts, dur)
+    cache: dict[Any, Any] = {}
+    host = kept.host
+    for k, (i, slim, ts, dur) in enumerate(host):
+        c = costs.get(i)
+        if c is not None and c.comm is None:  # a collective's args carry no FLOPs
+            host[k] = (i, {**slim, "args": {**slim["args"], **_read_args(c, dur, None, cache)}}, ts, dur)
+    dev = kept.device
+    for k, (i, name, ts, dur, corr, ext, args) in enumerate(dev):
+        c = costs.get(i)
+        if c is not None and c.comm is None:
+            dev[k] = (i, name, ts, dur, corr, ext, {**args, **_read_args(c, dur, device, cache)})
     return note
+
+
+def _read_args(cost: Any, dur: float, device: Any, cache: dict[Any, Any]) -> dict[str, Any]:
+    """Of the args :func:`~inductor_perf.cost_args.augment_event` writes for ``cost`` on an event of
+    ``dur`` (``device``: its peaks, None on a host event), those a side reads: ``kernel_flop``,
+    ``achieved_flops_pct`` as :func:`roofline.classify` computes it, and the cost's module, source,
+    fused ops and kind. Kernels share costs (one per op signature): each cost's part once."""
+    from ..cost_args import device_peak, static_args
+
+    got = cache.get(id(cost))
+    if got is None:
+        head, tail = static_args(cost)
+        fixed = {k: v for k, v in {**head, **tail}.items() if k in _READ}
+        nbytes = int(cost.bytes_read) + int(cost.bytes_written)
+        peak = device_peak(device, cost.dtype, cost.matmul_flops > 0) if device is not None else None
+        got = cache[id(cost)] = (cost, fixed, int(cost.flops), nbytes, peak)  # (the cost kept: ids stay unique)
+    _, fixed, flops, nbytes, peak = got
+    d = evs.number(dur)
+    if peak is None or d is None or d <= 0 or flops < 0 or nbytes < 0:
+        return fixed
+    achieved = evs.number(flops / d / 1e6)  # FLOP/µs -> TFLOP/s, then % of the peak: classify's arithmetic
+    pct = evs.number(100.0 * achieved / peak) if achieved is not None else None
+    return fixed if pct is None else {**fixed, evs.ACHIEVED_FLOPS_PCT: pct}
+
+
+_READ = frozenset({evs.KERNEL_FLOP, evs.ACHIEVED_FLOPS_PCT, evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS,
+                   evs.KERNEL_KIND})
+"""The cost args that units and kernels read (:data:`units.UNIT_ARGS`, :data:`kernels.DEVICE_ARGS`)."""
 
 
 # --- aggregated units ------------------------------------------------------------------------------
@@ -298,7 +343,7 @@ def _aggregate(units: list[Unit]) -> list[Unit]:
 
 
 # --- the two sides at once -------------------------------------------------------------------------
-def two_sides(path_a: str | os.PathLike, path_b: str | os.PathLike, engine: str = "auto"
+def two_sides(path_a: str | os.PathLike, path_b: str | os.PathLike, engine: str = "auto", kernels: bool = True
               ) -> tuple[tuple[TraceUnits, str | None], tuple[TraceUnits, str | None]]:
     """(:func:`side_of_file` of ``path_a``, of ``path_b``): for two large files the second in a
     worker process (started fresh: ``spawn``) while this process works on the first.
@@ -307,12 +352,12 @@ def two_sides(path_a: str | os.PathLike, path_b: str | os.PathLike, engine: str 
     stopped), then ``b``'s, which the worker sends back. A worker that dies or cannot start makes
     this process work on ``b`` itself: it never waits on a worker that is gone."""
     if not _parallel(path_a, path_b):
-        return side_of_file(path_a, engine), side_of_file(path_b, engine)
+        return side_of_file(path_a, engine, kernels), side_of_file(path_b, engine, kernels)
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
     rx, tx = ctx.Pipe(duplex=False)
-    proc = ctx.Process(target=_worker, args=(os.fspath(path_b), engine, tx), daemon=True,
+    proc = ctx.Process(target=_worker, args=(os.fspath(path_b), engine, tx, kernels), daemon=True,
                        name="inductor-perf-diff-side")
     try:
         proc.start()
@@ -320,15 +365,15 @@ def two_sides(path_a: str | os.PathLike, path_b: str | os.PathLike, engine: str 
         log.info("diff: no worker process (%s): one side after the other", e)
         rx.close()
         tx.close()
-        return side_of_file(path_a, engine), side_of_file(path_b, engine)
+        return side_of_file(path_a, engine, kernels), side_of_file(path_b, engine, kernels)
     tx.close()  # ours: the worker's end alone is left, so its exit is seen as EOF
     try:
-        a = side_of_file(path_a, engine)
+        a = side_of_file(path_a, engine, kernels)
         try:
             kind, got = rx.recv()
         except (EOFError, OSError) as e:
             log.info("diff: the worker for %s stopped without an answer (%r): working on it here", path_b, e)
-            return a, side_of_file(path_b, engine)
+            return a, side_of_file(path_b, engine, kernels)
         if kind == "error":
             raise got
         return a, got
@@ -348,7 +393,7 @@ def _parallel(path_a: str | os.PathLike, path_b: str | os.PathLike) -> bool:
     return cores >= 2 and small >= PARALLEL_MIN_BYTES
 
 
-def _worker(path: str, engine: str, tx: Any) -> None:
+def _worker(path: str, engine: str, tx: Any, kernels: bool = True) -> None:
     """The worker process: one side, sent back as ``("ok", side)``; a readable-trace error as
     ``("error", exception)`` for the parent to raise. Anything else ends the worker without an
     answer (the parent then works on the side itself and meets the error there)."""
@@ -356,7 +401,7 @@ def _worker(path: str, engine: str, tx: Any) -> None:
 
     try:
         try:
-            got: tuple[str, Any] = ("ok", side_of_file(path, engine))
+            got: tuple[str, Any] = ("ok", side_of_file(path, engine, kernels))
         except InductorPerfError as e:
             got = ("error", e)
         tx.send(got)

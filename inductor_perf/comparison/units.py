@@ -93,6 +93,8 @@ class TraceUnits:
     """The trace's kernels as the summary counts them (device events; on a CPU trace the kernels of
     compiled graphs, else the outermost aten ops), each with its unit's phase and module: the rows
     of ``by="kernel"`` (:mod:`.kernels`)."""
+    kernels_read: bool = True
+    """Whether :attr:`kernels` were read (``units_from_events(kernels=False)`` leaves them out)."""
     kernel_time: str = "host"
     """What a kernel's time is: ``device`` (device events) or ``host`` (CPU kernels)."""
     covered_us: float = 0.0
@@ -213,7 +215,7 @@ class _Events:
     def __init__(self, events: Iterable[tuple[int, dict, float, float]], with_index: bool = True) -> None:
         self.by_thread: dict[tuple[Any, Any], list[tuple[dict, float, float]]] = defaultdict(list)
         self.index_of: dict[int, int] = {}
-        self.device: list[tuple[int, dict, float, float]] = []
+        self.device: list[Device] = []
         self.launches: dict[Any, tuple[Any, Any, float]] = {}
         self.op_exts: list[tuple[Any, Any, Any, float]] = []
         """(External id, pid, tid, ts) of each CPU op that carries one (:func:`kernels.ops_by_external_id`)."""
@@ -236,7 +238,8 @@ class _Events:
                     self.op_exts.append((ext, ev.get("pid"), ev.get("tid"), ts))
             elif kind == DEVICE_EVENT:
                 if isinstance(ev.get("name"), str) and dur > 0:
-                    self.device.append((i, ev, ts, dur))
+                    args = evs.event_args(ev)
+                    self.device.append((i, ev["name"], ts, dur, args.get("correlation"), args.get("External id"), args))
             elif kind == LAUNCH_EVENT:
                 corr = evs.event_args(ev).get("correlation")
                 if corr is not None:
@@ -421,34 +424,39 @@ def _keep_in_steps(items: list[Unit], windows: list[tuple[float, float]],
     return kept, covered
 
 
-def trace_units(trace: Mapping[str, Any], *, kernel_info: Callable[[int], dict[str, Any] | None] | None = None
-                ) -> TraceUnits:
+def trace_units(trace: Mapping[str, Any], *, kernel_info: Callable[[int], dict[str, Any] | None] | None = None,
+                kernels: bool = True) -> TraceUnits:
     """Cut a Kineto trace into :class:`Unit` s (pure).
 
     ``kernel_info(event_index)`` may supply ``module``, ``source``, ``ops``, ``kernel``, ``also_modules``
     for compiled kernel events (what :func:`compare` knows from the tags); otherwise they come from
-    the events' args (``module_path``, ``source``, ``eager_ops``).
+    the events' args (``module_path``, ``source``, ``eager_ops``). ``kernels=False``: without the
+    kernels (:func:`units_from_events`).
     """
     tf.validate_trace(dict(trace))
-    return units_from_events(evs.complete_events(dict(trace)), kernel_info=kernel_info)
+    return units_from_events(evs.complete_events(dict(trace)), kernel_info=kernel_info, kernels=kernels)
 
 
 def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
                       kernel_info: Callable[[int], dict[str, Any] | None] | None = None,
                       launches: Mapping[Any, tuple[Any, Any, float]] | None = None,
-                      ops_by_ext: Mapping[Any, tuple[Any, Any, float]] | None = None) -> TraceUnits:
+                      ops_by_ext: Mapping[Any, tuple[Any, Any, float]] | None = None,
+                      device: list["Device"] | None = None, kernels: bool = True) -> TraceUnits:
     """:func:`trace_units` of a trace's complete events, given as :func:`events.complete_events`
     yields them (``(index, event, ts, dur)`` in file order). Read are the host events (categories
     ``cpu_op``, ``operator``, ``user_annotation``, ``python_function``) with a string name, and of
     each only its name, category, pid, tid and the args a unit takes (:data:`UNIT_ARGS`); the device
     events (:data:`kernels.DEVICE_ARGS`); the launches' correlations and places. A caller may pass
-    those events alone, slimmed, with the launches as ``launches`` (correlation -> (pid, tid, ts)) and
-    the CPU ops' places by External id as ``ops_by_ext`` (:func:`kernels.ops_by_external_id`; for
-    the device events whose launch is not in ``launches``) (:mod:`inductor_perf.comparison.sides`
-    does)."""
+    those events alone, slimmed, with the launches as ``launches`` (correlation -> (pid, tid, ts)), the
+    device events as ``device`` (:data:`Device` tuples) and the CPU ops' places by External id as
+    ``ops_by_ext`` (:func:`kernels.ops_by_external_id`; for the device events whose launch is not in
+    ``launches``) (:mod:`inductor_perf.comparison.sides` does). ``kernels=False``: no kernels (only
+    ``by="kernel"`` reads them; units still take their FLOPs from the device events)."""
     got = _Events(events, with_index=kernel_info is not None)
     if launches is not None:
         got.launches.update(launches)
+    if device is not None:
+        got.device.extend(device)
     by_ext = ops_by_ext if ops_by_ext is not None else ops_by_external_id(got.op_exts)
     steps, steps_from, step_threads = _find_steps(got.by_thread)
     collector = _UnitCollector(kernel_info, got.index_of)
@@ -467,22 +475,22 @@ def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
             # thread that called backward() when a device is involved)
             collector.visit(r, _Scope(phase="backward") if key in autograd else _Scope())
     collector.resolve_backward()
-    kernels, kernel_time, unlinked = _kernel_units(got, by_ext, collector, autograd)
+    kernel_units, kernel_time, unlinked = _kernel_units(got, by_ext, collector, autograd, kernels)
     units = collector.units
     if steps:
         windows = merge(steps)
         walls = [b - a for a, b in steps]
     else:  # no step marks: one step spanning every unit and kernel
-        spans = [(u.ts, u.ts + u.dur) for u in units + kernels]
+        spans = [(u.ts, u.ts + u.dur) for u in units] + [(d[2], d[2] + d[3]) for d in got.device]
         windows = [(min(a for a, _ in spans), max(b for _, b in spans))] if spans else []
         walls = [b - a for a, b in windows]
     units, covered = _keep_in_steps(units, windows, steps)
-    kernels, kernels_covered = _keep_in_steps(kernels, windows, steps)
+    kernel_units, kernels_covered = _keep_in_steps(kernel_units, windows, steps)
     lost = clip([(ts, dur) for ts, dur in unlinked], windows)[0]
     return TraceUnits(units=units, step_walls_us=walls, steps_from=steps_from,
                       has_module_info=collector.has_module, has_source_info=collector.has_source,
                       compiled=collector.compiled_trace, eager_op_names=frozenset(collector.all_names),
-                      kernels=kernels, kernel_time=kernel_time, covered_us=covered,
+                      kernels=kernel_units, kernels_read=kernels, kernel_time=kernel_time, covered_us=covered,
                       kernels_covered_us=kernels_covered,
                       unlinked=(sum(t is not None for t in lost), sum(t for t in lost if t is not None)))
 
@@ -501,74 +509,85 @@ def _autograd_threads(by_thread: Mapping[tuple[Any, Any], list[tuple[dict, float
 
 
 def _kernel_units(got: _Events, by_ext: Mapping[Any, tuple[Any, Any, float]], collector: "_UnitCollector",
-                  autograd: set[tuple[Any, Any]]) -> tuple[list[Unit], str, list[tuple[float, float]]]:
-    """(each kernel as a unit of the unit it belongs to (:mod:`.kernels`), ``device`` or ``host``,
-    the device events launched from no thread of the step: (ts, dur)). A host unit whose device
-    events carry FLOPs takes their sum (and their peak share); a compiled one without a module of its
-    own takes its kernels' (augmented GPU traces carry them on the device events)."""
+                  autograd: set[tuple[Any, Any]], want: bool) -> tuple[list[Unit], str, list[tuple[float, float]]]:
+    """(each kernel as a unit of the unit it belongs to (:mod:`.kernels`; none unless ``want``),
+    ``device`` or ``host``, the device events launched from no thread of the step: (ts, dur)). A host
+    unit whose device events carry FLOPs takes their sum (and their peak share); a compiled one
+    without a module of its own takes its kernels' (augmented GPU traces carry them on the device
+    events)."""
     places, markers = collector.places.freeze(), collector.markers.freeze()
     out: list[Unit] = []
     unlinked: list[tuple[float, float]] = []
     if not got.device:
-        for thread, ev, ts, dur in cpu_kernels({k: v for k, v in got.by_thread.items() if k in collector.threads}):
-            u = places.at(thread, ts)
-            if u is not None:
-                out.append(_kernel_of(ev, ts, dur, u))
+        if want:
+            for thread, ev, ts, dur in cpu_kernels({k: v for k, v in got.by_thread.items() if k in collector.threads}):
+                u = places.at(thread, ts)
+                if u is not None:
+                    out.append(_kernel_of(ev["name"], evs.event_args(ev), ts, dur, u))
         return out, "host", unlinked
-    launched: dict[int, list[Unit]] = defaultdict(list)
-    for _, ev, ts, dur in got.device:
-        args = evs.event_args(ev)
-        corr, ext = args.get("correlation"), args.get("External id")
-        place = got.launches.get(correlation_key(corr)) if corr is not None else None
+    launched: dict[int, list[Device]] = defaultdict(list)
+    threads, launches, at = collector.threads, got.launches, places.at
+    for dev in got.device:
+        _, name, ts, dur, corr, ext, args = dev
+        place = None if corr is None else launches.get(corr if type(corr) is int else correlation_key(corr))
         if place is None and ext is not None:  # no launch recorded: the op of its External id
-            place = by_ext.get(correlation_key(ext))
+            place = by_ext.get(ext if type(ext) is int else correlation_key(ext))
         thread = (place[0], place[1]) if place is not None else None
-        if thread is None or thread not in collector.threads:
+        if thread is None or thread not in threads:
             unlinked.append((ts, dur))  # still a kernel of the device's time: in phase "other"
-            out.append(_kernel_of(ev, ts, dur, Unit("", ts, dur, OTHER_PHASE, NO_KEY, None, (), False)))
+            if want:
+                out.append(_kernel_of(name, args, ts, dur, Unit("", ts, dur, OTHER_PHASE, NO_KEY, None, (), False)))
             continue
-        u = places.at(thread, place[2])  # type: ignore[index]
+        u = at(thread, place[2])  # type: ignore[index]
         if u is None:
             # launched in no op: a CUDA graph replayed in a compiled graph's marker, an optimizer's
             # kernels from its annotation: a kernel of the phase there
-            phase = markers.at(thread, place[2])  # type: ignore[index]
-            default = "backward" if thread in autograd else "forward"
-            out.append(_kernel_of(ev, ts, dur, Unit("", ts, dur, phase or default, RUNTIME if phase else OUTSIDE_MODEL,
-                                                    None, (), phase is not None)))
+            if want:
+                phase = markers.at(thread, place[2])  # type: ignore[index]
+                default = "backward" if thread in autograd else "forward"
+                out.append(_kernel_of(name, args, ts, dur, Unit("", ts, dur, phase or default,
+                                                                RUNTIME if phase else OUTSIDE_MODEL, None, (),
+                                                                phase is not None)))
             continue
-        k = _kernel_of(ev, ts, dur, u)
-        out.append(k)
-        launched[id(u)].append(k)
+        launched[id(u)].append(dev)
+        if want:
+            out.append(_kernel_of(name, args, ts, dur, u))
     for u in collector.units:
-        ks = launched.get(id(u))
-        if ks:
-            _from_kernels(u, ks, collector)
+        devs = launched.get(id(u))
+        if devs:
+            _from_kernels(u, devs, collector)
     return out, "device", unlinked
 
 
-def _kernel_of(ev: dict, ts: float, dur: float, u: Unit) -> Unit:
-    """Kernel event ``ev`` as a unit: its own name, time, cost and (when augmenting wrote them)
-    module, source and fused ops; else its unit's phase, module and source."""
-    args = evs.event_args(ev)
+Device = tuple[int, str, float, float, Any, Any, dict]
+"""A device event as a side keeps it: (index, name, ts, dur, correlation, External id, its args)."""
+
+
+def _kernel_of(name: str, args: dict, ts: float, dur: float, u: Unit) -> Unit:
+    """Kernel event ``name`` (of ``args``) as a unit: its own name, time, cost and (when augmenting
+    wrote them) module, source and fused ops; else its unit's phase, module and source."""
     mod, src, ops = args.get(evs.MODULE_PATH), args.get(evs.SOURCE), _ops_of(args.get(evs.EAGER_OPS))
     flops, pct = combine_costs([(evs.number(args.get(evs.KERNEL_FLOP)), evs.number(args.get(evs.ACHIEVED_FLOPS_PCT)))])
-    return Unit(name=ev["name"], ts=ts, dur=dur, phase=u.phase, module=mod if isinstance(mod, str) else u.module,
-                source=src if isinstance(src, str) else u.source, ops=ops or (ev["name"],), compiled=u.compiled,
-                flops=flops, achieved_pct=pct, subtree_names=(ev["name"],))
+    return Unit(name=name, ts=ts, dur=dur, phase=u.phase, module=mod if isinstance(mod, str) else u.module,
+                source=src if isinstance(src, str) else u.source, ops=ops or (name,), compiled=u.compiled,
+                flops=flops, achieved_pct=pct, subtree_names=(name,))
 
 
-def _from_kernels(u: Unit, ks: list[Unit], collector: "_UnitCollector") -> None:
-    """What host unit ``u`` takes from the device events it launched, ``ks``."""
-    if any(k.flops is not None for k in ks):
-        u.flops, u.achieved_pct = combine_costs((k.flops, k.achieved_pct) for k in ks)
+def _from_kernels(u: Unit, devs: list[Device], collector: "_UnitCollector") -> None:
+    """What host unit ``u`` takes from the device events it launched, ``devs``."""
+    costs = [(evs.number(a.get(evs.KERNEL_FLOP)), evs.number(a.get(evs.ACHIEVED_FLOPS_PCT)))
+             for a in (d[6] for d in devs) if a]
+    if any(f is not None for f, _ in costs):
+        u.flops, u.achieved_pct = combine_costs(costs)
     if u.compiled and u.module == NO_KEY:
-        lead = max((k for k in ks if k.module != NO_KEY), key=lambda k: k.dur, default=None)
+        lead = max((d for d in devs if isinstance(d[6].get(evs.MODULE_PATH), str)), key=lambda d: d[3], default=None)
         if lead is not None:
-            u.module, collector.has_module = lead.module, True
-            if u.source is None and lead.source is not None:
-                u.source, collector.has_source = lead.source, True
+            u.module, collector.has_module = lead[6][evs.MODULE_PATH], True
+            src = lead[6].get(evs.SOURCE)
+            if u.source is None and isinstance(src, str):
+                u.source, collector.has_source = src, True
             if not u.ops or u.ops == (u.name,):
-                u.ops = lead.ops
+                u.ops = _ops_of(lead[6].get(evs.EAGER_OPS)) or (lead[1],)
 
 
 def _ops_of(ops_arg: Any) -> tuple[str, ...]:

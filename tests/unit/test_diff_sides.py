@@ -102,7 +102,7 @@ def test_streamed_side_is_read_in_windows(monkeypatch):
     """The stream engine takes the fixtures (else the tests above compare the full path with itself)."""
     calls = []
     real = sides._stream
-    monkeypatch.setattr(sides, "_stream", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr(sides, "_stream", lambda p, *more: calls.append(p) or real(p, *more))
     for p in (GPU[0], CPU[1]):
         side, _ = sides.side_of_file(p, "stream")
         assert side.units
@@ -276,3 +276,23 @@ def test_number_out_of_range_side_falls_back(tmp_path):
     assert sides._streamed_side(str(p)) is None
     full = diff_files(str(p), GPU[0], by="op", engine="full").to_dict()
     assert not differences(full, diff_files(str(p), GPU[0], by="op", engine="stream").to_dict())
+
+
+def test_units_read_without_kernels_make_the_same_rows(tmp_path):
+    """diff reads the kernels only for --by kernel; the units' rows (their FLOPs from the device events
+    they launched included) are the same either way, in both engines."""
+    from test_diff_units import gpu_training_step
+
+    a = tmp_path / "gpu_step.json"
+    a.write_text(json.dumps(gpu_training_step()))
+    for p in (str(a), GPU[0], CAPTURES[0]):
+        for engine in ("full", "stream"):
+            with_k = sides.side_of_file(p, engine, kernels=True)[0]
+            without = sides.side_of_file(p, engine, kernels=False)[0]
+            assert without.kernels == [] and not without.kernels_read
+            for by in ("module", "op", "line"):
+                full = compare_units(*copy.deepcopy([with_k, with_k]), by=by).to_dict()
+                got = compare_units(*copy.deepcopy([without, without]), by=by).to_dict()
+                assert not differences(full, got), (p, engine, by)
+            with pytest.raises(ValueError, match="needs the kernels"):
+                compare_units(without, without, by="kernel")

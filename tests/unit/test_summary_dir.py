@@ -143,3 +143,19 @@ def test_shared_ranks_of_two_jobs_are_two_runs(tmp_path, capsys):
     for n in names:
         assert rows[n]["kernels"] == _device_events(TRACES / n)  # every device event with a duration
         assert "no other rank of its job" in rows[n]["why"] and rows[n]["steps"] > 0
+
+
+def test_two_env_var_captures_are_two_runs(tmp_path, capsys):
+    """Two captures of `INDUCTOR_PERF_TRACE_DIR=out python train.py` run twice (tests/fixtures/captures):
+    no rank, so two runs; each row's steps and mean step from the trace's ProfilerStep#N ranges."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
+    for n in (1, 2):
+        (tmp_path / f"run{n}.trace.json.gz").symlink_to(fixtures / f"run{n}.trace.json.gz")
+    d = summary_json(tmp_path, capsys)
+    assert d["rank_sets"] == [] and [r["file"] for r in d["runs"]] == ["run1.trace.json.gz", "run2.trace.json.gz"]
+    for row in d["runs"]:
+        with gzip.open(fixtures / row["file"], "rt") as f:
+            steps = [e["dur"] for e in json.load(f)["traceEvents"]
+                     if e.get("ph") == "X" and str(e.get("name", "")).startswith("ProfilerStep#")]
+        assert row["steps"] == len(steps) == 2 and row["step_us"] == pytest.approx(sum(steps) / 2, rel=1e-3)
+        assert row["kernels"] > 0 and row["top_kernel"] and row["rank"] is None
