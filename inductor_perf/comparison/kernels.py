@@ -1,5 +1,7 @@
-"""What a comparison side needs beyond its units (:mod:`.units`): which events are its kernels, which
-unit each kernel belongs to, and how much of the steps the units (or kernels) cover.
+"""What a comparison side reads of a trace besides cutting its units (:mod:`.units`): which events it
+keeps (:class:`SideEvents`: host events, device events, launches; the autograd engine's threads),
+which events are its kernels, which unit each kernel belongs to, and how much of the steps the units
+(or kernels) cover.
 
 - **Kernels** are what the summary counts as kernels (:func:`inductor_perf.summary_kernels.select_kernels`):
   the device events when the trace has any (kernels, memcpy, memset: ``gpu-kernels``), else the CPU
@@ -25,7 +27,8 @@ Pure and torch-free: events and intervals in, numbers out.
 from __future__ import annotations
 
 import bisect
-from typing import Any, Generic, Iterable, Sequence, TypeVar
+from collections import defaultdict
+from typing import Any, Generic, Iterable, Mapping, Sequence, TypeVar
 
 from .. import events as evs
 from ..launch_join import _k
@@ -39,6 +42,9 @@ _RUNTIME_CATS = evs.RUNTIME_CATS  # the cost join's (ROCm's hip calls are "cuda_
 DEVICE_ARGS = ("correlation", "External id", evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS, evs.KERNEL_FLOP,
                evs.ACHIEVED_FLOPS_PCT)
 """The only args of a device event a side reads: its launch, and what augmenting wrote on it."""
+
+EVAL_FN = "autograd::engine::evaluate_function: "
+"""The name prefix of the autograd engine's nodes (``...: AddmmBackward0``)."""
 
 T = TypeVar("T")
 
@@ -208,3 +214,57 @@ def ops_by_external_id(ops: Iterable[tuple[Any, Any, Any, float]]) -> dict[Any, 
         else:
             out[k] = (pid, tid, ts)
     return out
+
+
+Device = tuple[int, str, float, float, Any, Any, dict]
+"""A device event as a side keeps it: (index, name, ts, dur, correlation, External id, its args)."""
+
+
+class SideEvents:
+    """A trace's complete events as a side reads them: the named host events of each (pid, tid), each
+    one's index in the trace (by ``id``, when asked), the device events (a name and a duration) and
+    the place (pid, tid, ts) of each launch, by correlation (a later launch of one correlation wins,
+    as in the cost join)."""
+
+    def __init__(self, events: Iterable[tuple[int, dict, float, float]], with_index: bool = True) -> None:
+        self.by_thread: dict[tuple[Any, Any], list[tuple[dict, float, float]]] = defaultdict(list)
+        self.index_of: dict[int, int] = {}
+        self.device: list[Device] = []
+        self.launches: dict[Any, tuple[Any, Any, float]] = {}
+        self.op_exts: list[tuple[Any, Any, Any, float]] = []
+        """(External id, pid, tid, ts) of each CPU op that carries one (:func:`ops_by_external_id`)."""
+        kinds: dict[Any, int] = {}  # category -> what is read of it (category_kind, once per category)
+        for i, ev, ts, dur in events:
+            cat = ev.get("cat")
+            if not isinstance(cat, str):
+                continue
+            kind = kinds.get(cat)
+            if kind is None:
+                kind = kinds[cat] = category_kind(cat)
+            if kind == HOST_EVENT:
+                if not isinstance(ev.get("name"), str):
+                    continue
+                if with_index:
+                    self.index_of[id(ev)] = i
+                self.by_thread[(ev.get("pid"), ev.get("tid"))].append((ev, ts, dur))
+                ext = evs.event_args(ev).get("External id")
+                if ext is not None and cat.lower() in evs.CPU_OP_CATS:
+                    self.op_exts.append((ext, ev.get("pid"), ev.get("tid"), ts))
+            elif kind == DEVICE_EVENT:
+                if isinstance(ev.get("name"), str) and dur > 0:
+                    args = evs.event_args(ev)
+                    self.device.append((i, ev["name"], ts, dur, args.get("correlation"), args.get("External id"),
+                                        args))
+            elif kind == LAUNCH_EVENT:
+                corr = evs.event_args(ev).get("correlation")
+                if corr is not None:
+                    self.launches[correlation_key(corr)] = (ev.get("pid"), ev.get("tid"), ts)
+
+
+def autograd_threads(by_thread: Mapping[tuple[Any, Any], list[tuple[dict, float, float]]],
+                     step_threads: set[tuple[Any, Any]]) -> set[tuple[Any, Any]]:
+    """The threads, of a process that has step threads, where the autograd engine ran backward ops
+    (``autograd::engine::evaluate_function: ...``) and that mark no step themselves."""
+    pids = {p for p, _ in step_threads}
+    return {key for key, items in by_thread.items()
+            if key not in step_threads and key[0] in pids and any(ev["name"].startswith(EVAL_FN) for ev, _, _ in items)}

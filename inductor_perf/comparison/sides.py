@@ -24,8 +24,8 @@ from typing import Any, Mapping
 
 from .. import events as evs
 from .. import trace_format as tf
-from .kernels import DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, category_kind, correlation_key
-from .units import UNIT_ARGS, Device, TraceUnits, Unit, trace_units, units_from_events
+from .kernels import DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, Device, category_kind, correlation_key
+from .units import UNIT_ARGS, TraceUnits, Unit, trace_units, units_from_events
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ def _launch_places(join: Any, device: list[Device]) -> tuple[dict[Any, tuple[Any
     """(the place (pid, tid, ts) of each launch the ``device`` events name, by correlation; of each
     CPU op by External id, for those whose launch the trace lacks: :func:`kernels.ops_by_external_id`),
     from the cost join's index (its launches by correlation, ops by External id and threads'
-    columns), which the streaming loop built as :class:`units._Events` reads a loaded trace."""
+    columns), which the streaming loop built as :class:`kernels.SideEvents` reads a loaded trace."""
     runtime: dict[int, Any] = {}
     ops: dict[int, Any] = {}
     by_corr, ext_to_op, dup = join.runtime_by_corr, join.ext_to_op, join.dup_ext
@@ -157,7 +157,7 @@ class _Kept:
     """What a side keeps of a trace's events, fed by the streaming summary's fused loop
     (:func:`~inductor_perf.summary_pass.read_batch`) in the place of its ``_Pass``: each complete host
     and device event that cutting units reads, slimmed (:func:`_slim`; a device event as a
-    :data:`units.Device`), whether the trace is costed (an event's args carry a cost mark). The loop
+    :data:`kernels.Device`), whether the trace is costed (an event's args carry a cost mark). The loop
     hands it those events through :meth:`unit` (the others through :meth:`add` / :meth:`add_other`,
     as the dicts they are). The launches' places come from the cost join's index afterwards
     (:func:`_launch_places`)."""
@@ -206,10 +206,10 @@ class _Kept:
 
 def _slim(kept: _Kept, i: int, ev: dict, cat: str, kind: int) -> None:
     """Keep complete event ``i`` (category ``cat`` of kind ``kind``) in ``kept`` when a side reads it,
-    as :class:`units._Events` reads a loaded trace's: a host or device event needs a name and a finite
+    as :class:`kernels.SideEvents` reads a loaded trace's: a host or device event needs a name and a finite
     start (:func:`events.complete_events`), a device event a duration. The slim host event keeps the
     name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`; a device event is kept
-    as a :data:`units.Device` (the args of :data:`kernels.DEVICE_ARGS`)."""
+    as a :data:`kernels.Device` (the args of :data:`kernels.DEVICE_ARGS`)."""
     ts = evs.number(ev.get("ts"))
     if ts is None:
         return

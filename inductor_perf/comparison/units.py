@@ -17,8 +17,8 @@ from .. import events as evs
 from .. import trace_format as tf
 from ..eager import parse_module_range, parse_phase_range, parse_step_range
 from ..markers import MARKER_PREFIX, parse_marker
-from .kernels import (DEVICE_EVENT, HOST_EVENT, LAUNCH_EVENT, Places, category_kind, clip, combine_costs,
-                      correlation_key, cpu_kernels, merge, ops_by_external_id)
+from .kernels import (EVAL_FN, Device, Places, SideEvents, autograd_threads, clip, combine_costs, correlation_key,
+                      cpu_kernels, merge, ops_by_external_id)
 
 # Keys of rows that are not a module / line / op of the user's code.
 OUTSIDE_MODEL = "(outside model)"
@@ -30,7 +30,7 @@ OTHER_PHASE = "other"
 """The phase of a device event launched from no thread of the step, or whose launch the trace lacks
 (only kernels have it: ``by="kernel"``)."""
 
-_EVAL_FN = "autograd::engine::evaluate_function: "
+_EVAL_FN = EVAL_FN
 _ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 _PROFILER_STEP = "ProfilerStep#"
 # Ops that only re-describe memory; they are left out of the fusion map when a kernel has real work.
@@ -204,46 +204,6 @@ class _Scope:
     """Inside an op that holds a graph marker (Torch-Compiled Region, CompiledFunction, ...)."""
     in_model: bool = False
     """Inside the forward phase range."""
-
-
-class _Events:
-    """A trace's complete events as a side reads them: the named host events of each (pid, tid), each
-    one's index in the trace (by ``id``, when asked), the device events (a name and a duration) and
-    the place (pid, tid, ts) of each launch, by correlation (a later launch of one correlation wins,
-    as in the cost join)."""
-
-    def __init__(self, events: Iterable[tuple[int, dict, float, float]], with_index: bool = True) -> None:
-        self.by_thread: dict[tuple[Any, Any], list[tuple[dict, float, float]]] = defaultdict(list)
-        self.index_of: dict[int, int] = {}
-        self.device: list[Device] = []
-        self.launches: dict[Any, tuple[Any, Any, float]] = {}
-        self.op_exts: list[tuple[Any, Any, Any, float]] = []
-        """(External id, pid, tid, ts) of each CPU op that carries one (:func:`kernels.ops_by_external_id`)."""
-        kinds: dict[Any, int] = {}  # category -> what is read of it (kernels.category_kind, once per category)
-        for i, ev, ts, dur in events:
-            cat = ev.get("cat")
-            if not isinstance(cat, str):
-                continue
-            kind = kinds.get(cat)
-            if kind is None:
-                kind = kinds[cat] = category_kind(cat)
-            if kind == HOST_EVENT:
-                if not isinstance(ev.get("name"), str):
-                    continue
-                if with_index:
-                    self.index_of[id(ev)] = i
-                self.by_thread[(ev.get("pid"), ev.get("tid"))].append((ev, ts, dur))
-                ext = evs.event_args(ev).get("External id")
-                if ext is not None and cat.lower() in evs.CPU_OP_CATS:
-                    self.op_exts.append((ext, ev.get("pid"), ev.get("tid"), ts))
-            elif kind == DEVICE_EVENT:
-                if isinstance(ev.get("name"), str) and dur > 0:
-                    args = evs.event_args(ev)
-                    self.device.append((i, ev["name"], ts, dur, args.get("correlation"), args.get("External id"), args))
-            elif kind == LAUNCH_EVENT:
-                corr = evs.event_args(ev).get("correlation")
-                if corr is not None:
-                    self.launches[correlation_key(corr)] = (ev.get("pid"), ev.get("tid"), ts)
 
 
 def _find_steps(by_thread: Mapping[tuple[Any, Any], list[tuple[dict, float, float]]]
@@ -441,7 +401,7 @@ def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
                       kernel_info: Callable[[int], dict[str, Any] | None] | None = None,
                       launches: Mapping[Any, tuple[Any, Any, float]] | None = None,
                       ops_by_ext: Mapping[Any, tuple[Any, Any, float]] | None = None,
-                      device: list["Device"] | None = None, kernels: bool = True) -> TraceUnits:
+                      device: list[Device] | None = None, kernels: bool = True) -> TraceUnits:
     """:func:`trace_units` of a trace's complete events, given as :func:`events.complete_events`
     yields them (``(index, event, ts, dur)`` in file order). Read are the host events (categories
     ``cpu_op``, ``operator``, ``user_annotation``, ``python_function``) with a string name, and of
@@ -452,7 +412,7 @@ def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
     ``ops_by_ext`` (:func:`kernels.ops_by_external_id`; for the device events whose launch is not in
     ``launches``) (:mod:`inductor_perf.comparison.sides` does). ``kernels=False``: no kernels (only
     ``by="kernel"`` reads them; units still take their FLOPs from the device events)."""
-    got = _Events(events, with_index=kernel_info is not None)
+    got = SideEvents(events, with_index=kernel_info is not None)
     if launches is not None:
         got.launches.update(launches)
     if device is not None:
@@ -460,7 +420,7 @@ def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
     by_ext = ops_by_ext if ops_by_ext is not None else ops_by_external_id(got.op_exts)
     steps, steps_from, step_threads = _find_steps(got.by_thread)
     collector = _UnitCollector(kernel_info, got.index_of)
-    autograd = _autograd_threads(got.by_thread, step_threads)
+    autograd = autograd_threads(got.by_thread, step_threads)
     for key, thread_evs in got.by_thread.items():
         if step_threads and key not in step_threads and key not in autograd:
             continue  # other threads overlap the step in time; their work is not the step's
@@ -499,16 +459,7 @@ def _is_step(name: str) -> bool:
     return name.startswith(_PROFILER_STEP) or parse_step_range(name) is not None
 
 
-def _autograd_threads(by_thread: Mapping[tuple[Any, Any], list[tuple[dict, float, float]]],
-                      step_threads: set[tuple[Any, Any]]) -> set[tuple[Any, Any]]:
-    """The threads, of a process that has step threads, where the autograd engine ran backward ops
-    (``autograd::engine::evaluate_function: ...``) and that mark no step themselves."""
-    pids = {p for p, _ in step_threads}
-    return {key for key, items in by_thread.items()
-            if key not in step_threads and key[0] in pids and any(ev["name"].startswith(_EVAL_FN) for ev, _, _ in items)}
-
-
-def _kernel_units(got: _Events, by_ext: Mapping[Any, tuple[Any, Any, float]], collector: "_UnitCollector",
+def _kernel_units(got: SideEvents, by_ext: Mapping[Any, tuple[Any, Any, float]], collector: "_UnitCollector",
                   autograd: set[tuple[Any, Any]], want: bool) -> tuple[list[Unit], str, list[tuple[float, float]]]:
     """(each kernel as a unit of the unit it belongs to (:mod:`.kernels`; none unless ``want``),
     ``device`` or ``host``, the device events launched from no thread of the step: (ts, dur)). A host
@@ -557,10 +508,6 @@ def _kernel_units(got: _Events, by_ext: Mapping[Any, tuple[Any, Any, float]], co
         if devs:
             _from_kernels(u, devs, collector)
     return out, "device", unlinked
-
-
-Device = tuple[int, str, float, float, Any, Any, dict]
-"""A device event as a side keeps it: (index, name, ts, dur, correlation, External id, its args)."""
 
 
 def _kernel_of(name: str, args: dict, ts: float, dur: float, u: Unit) -> Unit:
