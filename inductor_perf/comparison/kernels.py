@@ -177,6 +177,27 @@ def _per_window(union: list[tuple[float, float]], starts: list[float]) -> list[f
     return covered
 
 
+PEAK_ARG = "(peak_tflops)"
+"""A private arg of a device event a streamed side costed itself: the peak its achieved % is measured
+against (that side writes no achieved % per event: :func:`kernel_cost` computes it)."""
+
+
+def kernel_cost(args: dict, dur: float) -> tuple[float | None, float | None]:
+    """(``kernel_flop``, ``achieved_flops_pct``) of an event of ``args`` and ``dur``: the args', or
+    the achieved % from :data:`PEAK_ARG` with :func:`roofline.classify`'s arithmetic (so a streamed
+    side gives what augmenting writes).
+
+    >>> kernel_cost({"kernel_flop": 2e9, PEAK_ARG: 100.0}, 40.0)
+    (2000000000.0, 50.0)
+    """
+    flops = evs.number(args.get(evs.KERNEL_FLOP))
+    pct = evs.number(args.get(evs.ACHIEVED_FLOPS_PCT))
+    if pct is None and flops is not None and PEAK_ARG in args and dur > 0:
+        achieved = evs.number(flops / dur / 1e6)  # FLOP/µs -> TFLOP/s
+        pct = evs.number(100.0 * achieved / args[PEAK_ARG]) if achieved is not None else None
+    return flops, pct
+
+
 def combine_costs(parts: Iterable[tuple[float | None, float | None]]) -> tuple[float | None, float | None]:
     """(FLOPs, achieved % of peak) of several costed events (``(kernel_flop, achieved_flops_pct)``
     each): the FLOPs summed (None when none is known) and the FLOP-weighted peak share, their FLOPs

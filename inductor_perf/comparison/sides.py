@@ -19,12 +19,13 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+from sys import intern
 from types import SimpleNamespace
 from typing import Any, Mapping
 
 from .. import events as evs
 from .. import trace_format as tf
-from .kernels import DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, Device, category_kind, correlation_key
+from .kernels import DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, PEAK_ARG, Device, category_kind, correlation_key
 from .units import UNIT_ARGS, TraceUnits, Unit, trace_units, units_from_events
 
 log = logging.getLogger(__name__)
@@ -186,8 +187,8 @@ class _Kept:
         if kind == HOST_EVENT:
             kept = {k: args[k] for k in UNIT_ARGS if k in args}
             self.host.append((i, {"name": name, "cat": cat, "pid": pid, "tid": tid, "args": kept or _NO_ARGS}, ts, dur))
-        elif dur > 0:  # a device event
-            self.device.append((i, name, ts, dur, args.get("correlation"), args.get("External id"),
+        elif dur > 0:  # a device event (its name interned: kernels repeat, each decoded anew)
+            self.device.append((i, intern(name), ts, dur, args.get("correlation"), args.get("External id"),
                                 _device_args(args)))
 
     def add(self, i: int, ev: dict) -> None:
@@ -265,31 +266,34 @@ def _place_costs(join: Any, kept: _Kept, n_events: int, header: dict) -> str | N
     for k, (i, name, ts, dur, corr, ext, args) in enumerate(dev):
         c = costs.get(i)
         if c is not None and c.comm is None:
-            dev[k] = (i, name, ts, dur, corr, ext, {**args, **_read_args(c, dur, device, cache)})
+            # the cost's args, shared by its kernels: each one's achieved % follows from its duration
+            # and the peak they carry (kernels.kernel_cost); a dict per kernel would cost ~250 B
+            shared = _read_args(c, None, device, cache, peak=True)
+            dev[k] = (i, name, ts, dur, corr, ext, shared if args is _NO_ARGS else {**args, **shared})
     return note
 
 
-def _read_args(cost: Any, dur: float, device: Any, cache: dict[Any, Any]) -> dict[str, Any]:
-    """Of the args :func:`~inductor_perf.cost_args.augment_event` writes for ``cost`` on an event of
-    ``dur`` (``device``: its peaks, None on a host event), those a side reads: ``kernel_flop``,
-    ``achieved_flops_pct`` as :func:`roofline.classify` computes it, and the cost's module, source,
-    fused ops and kind. Kernels share costs (one per op signature): each cost's part once."""
+def _read_args(cost: Any, dur: float | None, device: Any, cache: dict[Any, Any], peak: bool = False
+               ) -> dict[str, Any]:
+    """Of the args :func:`~inductor_perf.cost_args.augment_event` writes for ``cost`` (``device``: its
+    peaks, None on a host event, which has none), those a side reads: ``kernel_flop``, the cost's
+    module, source, fused ops and kind; and ``peak=True``: the peak the achieved % is measured
+    against (:data:`kernels.PEAK_ARG`, from which :func:`kernels.kernel_cost` computes it as
+    :func:`roofline.classify` does). Kernels share costs (one per op signature): the dict is made
+    once per cost and shared."""
     from ..cost_args import device_peak, static_args
 
-    got = cache.get(id(cost))
+    key = (id(cost), device is not None)  # a cost may be shared by a host event and device events
+    got = cache.get(key)
     if got is None:
         head, tail = static_args(cost)
         fixed = {k: v for k, v in {**head, **tail}.items() if k in _READ}
         nbytes = int(cost.bytes_read) + int(cost.bytes_written)
-        peak = device_peak(device, cost.dtype, cost.matmul_flops > 0) if device is not None else None
-        got = cache[id(cost)] = (cost, fixed, int(cost.flops), nbytes, peak)  # (the cost kept: ids stay unique)
-    _, fixed, flops, nbytes, peak = got
-    d = evs.number(dur)
-    if peak is None or d is None or d <= 0 or flops < 0 or nbytes < 0:
-        return fixed
-    achieved = evs.number(flops / d / 1e6)  # FLOP/µs -> TFLOP/s, then % of the peak: classify's arithmetic
-    pct = evs.number(100.0 * achieved / peak) if achieved is not None else None
-    return fixed if pct is None else {**fixed, evs.ACHIEVED_FLOPS_PCT: pct}
+        top = device_peak(device, cost.dtype, cost.matmul_flops > 0) if device is not None else None
+        # classify refuses negative counts: no achieved % then
+        with_peak = {**fixed, PEAK_ARG: top} if top is not None and int(cost.flops) >= 0 and nbytes >= 0 else fixed
+        got = cache[key] = (cost, fixed, with_peak)  # (the cost kept: ids stay unique)
+    return got[2] if peak else got[1]
 
 
 _READ = frozenset({evs.KERNEL_FLOP, evs.ACHIEVED_FLOPS_PCT, evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS,

@@ -18,7 +18,7 @@ from .. import trace_format as tf
 from ..eager import parse_module_range, parse_phase_range, parse_step_range
 from ..markers import MARKER_PREFIX, parse_marker
 from .kernels import (EVAL_FN, Device, Places, SideEvents, autograd_threads, clip, combine_costs, correlation_key,
-                      cpu_kernels, merge, ops_by_external_id)
+                      cpu_kernels, kernel_cost, merge, ops_by_external_id)
 
 # Keys of rows that are not a module / line / op of the user's code.
 OUTSIDE_MODEL = "(outside model)"
@@ -514,7 +514,7 @@ def _kernel_of(name: str, args: dict, ts: float, dur: float, u: Unit) -> Unit:
     """Kernel event ``name`` (of ``args``) as a unit: its own name, time, cost and (when augmenting
     wrote them) module, source and fused ops; else its unit's phase, module and source."""
     mod, src, ops = args.get(evs.MODULE_PATH), args.get(evs.SOURCE), _ops_of(args.get(evs.EAGER_OPS))
-    flops, pct = combine_costs([(evs.number(args.get(evs.KERNEL_FLOP)), evs.number(args.get(evs.ACHIEVED_FLOPS_PCT)))])
+    flops, pct = combine_costs([kernel_cost(args, dur)])
     return Unit(name=name, ts=ts, dur=dur, phase=u.phase, module=mod if isinstance(mod, str) else u.module,
                 source=src if isinstance(src, str) else u.source, ops=ops or (name,), compiled=u.compiled,
                 flops=flops, achieved_pct=pct, subtree_names=(name,))
@@ -522,8 +522,7 @@ def _kernel_of(name: str, args: dict, ts: float, dur: float, u: Unit) -> Unit:
 
 def _from_kernels(u: Unit, devs: list[Device], collector: "_UnitCollector") -> None:
     """What host unit ``u`` takes from the device events it launched, ``devs``."""
-    costs = [(evs.number(a.get(evs.KERNEL_FLOP)), evs.number(a.get(evs.ACHIEVED_FLOPS_PCT)))
-             for a in (d[6] for d in devs) if a]
+    costs = [kernel_cost(d[6], d[3]) for d in devs if d[6]]
     if any(f is not None for f, _ in costs):
         u.flops, u.achieved_pct = combine_costs(costs)
     if u.compiled and u.module == NO_KEY:
