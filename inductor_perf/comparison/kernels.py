@@ -119,14 +119,16 @@ class Places(Generic[T]):
 
 
 def merge(windows: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
-    """``windows`` as sorted, disjoint intervals (their union).
+    """``windows`` as sorted, disjoint intervals (their union). Windows that only touch stay apart:
+    steps one after the other keep their own windows, so the time covered in each is at most its
+    length, exactly, also in floats (:func:`clip`).
 
-    >>> merge([(5.0, 8.0), (0.0, 2.0), (1.0, 3.0)])
-    [(0.0, 3.0), (5.0, 8.0)]
+    >>> merge([(5.0, 8.0), (0.0, 2.0), (1.0, 3.0), (3.0, 4.0)])
+    [(0.0, 3.0), (3.0, 4.0), (5.0, 8.0)]
     """
     out: list[tuple[float, float]] = []
     for a, b in sorted(windows):
-        if out and a <= out[-1][1]:
+        if out and a < out[-1][1]:
             if b > out[-1][1]:
                 out[-1] = (out[-1][0], b)
         else:

@@ -257,3 +257,40 @@ def test_shared_gpu_trace_backward_and_kernels(name):
     assert k.a.attributed_us * n == pytest.approx(device, rel=1e-9)
     names = {e["name"] for e in t["traceEvents"] if e.get("cat") in DEVICE_CATS}
     assert {r.key for r in k.rows} <= names and k.a.time == "device" and 0 <= k.a.unattributed_us
+
+
+def test_unattributed_never_negative_on_random_traces():
+    """Random steps (adjacent or apart, epoch-clock starts), ops on the main and the autograd thread
+    that overlap each other and the step bounds: what no row covers is never below zero, and rows -
+    overlap + unattributed is the step time."""
+    import random
+
+    rnd = random.Random(7)
+    for _ in range(200):
+        t0 = rnd.choice([0.0, 1.7e15 + rnd.random() * 1e9])
+        evs, ts = [], t0
+        for k in range(rnd.randint(1, 4)):
+            d = round(rnd.uniform(10, 1000), 3)
+            evs.append(ev(f"ProfilerStep#{k}", ts, d, cat="user_annotation"))
+            ts += d + rnd.choice([0.0, 0.0, round(rnd.uniform(0, 50), 3)])
+        for _ in range(rnd.randint(1, 12)):
+            a = t0 + rnd.uniform(-50, ts - t0 + 50)
+            tid = rnd.choice([1, 2])
+            name = "autograd::engine::evaluate_function: MmBackward0" if tid == 2 else "aten::mm"
+            evs.append(ev(name, round(a, 3), round(rnd.uniform(0, 300), 3), tid=tid))
+        c = diff_traces({"traceEvents": evs}, {"traceEvents": evs}, by="op")
+        assert 0.0 <= c.a.unattributed_us <= c.a.step_us
+        assert c.a.overlap_us >= -1e-9
+        assert c.a.attributed_us - c.a.overlap_us + c.a.unattributed_us == pytest.approx(c.a.step_us)
+
+
+def test_adjacent_steps_fully_covered_leave_exactly_zero():
+    """Steps that touch (each ends where the next begins), on the epoch clock, wholly covered by one
+    op each: nothing is left over, not even float rounding below zero."""
+    t0 = 1_700_000_000_123_456.789
+    evs, ts = [], t0
+    for k, d in enumerate((333.333, 777.777, 123.456)):
+        evs += [ev(f"ProfilerStep#{k}", ts, d, cat="user_annotation"), ev("aten::mm", ts, d)]
+        ts += d
+    c = diff_traces({"traceEvents": evs}, {"traceEvents": evs}, by="op")
+    assert c.a.unattributed_us == 0.0 and c.a.overlap_us == pytest.approx(0.0, abs=1e-9)
