@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 from . import trace_format as tf
 from .cost_args import augment_event, device_bandwidth
 from .cost_args import device_from_trace as device_from_trace  # noqa: F401  (re-exported)
-from .errors import TraceFormatError
 from .event_cost import COST_SOURCES, AugmentStats, EventCost  # noqa: F401  (re-exported)
 from .fastpath.progress import Progress
 
@@ -117,9 +116,7 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
     engine = _engine(engine, fast)
     src = os.fspath(in_path)
     dst = os.fspath(out_path) if out_path is not None else default_output_path(src)
-    if os.path.abspath(src) == os.path.abspath(dst) or (
-            os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst)):
-        raise TraceFormatError(f"{dst}: the output must not be the input trace")
+    tf.output_target(dst, [src])  # the output is not the input, nor a device: said before any work
     show = Progress(progress)
     from .op_costs import warm_up
 
@@ -171,5 +168,5 @@ def _augment_file_full(src: str, dst: str, device: Any, show: Progress) -> Augme
         show("augmenting")
         new, astats = augment_trace(loaded.trace, costs, device, device_events_only=True, labels=labels)
         show("writing", 0.0)
-        tf.save_trace(new, dst, progress=lambda f: show("writing", f))
+        tf.save_trace(new, dst, inputs=[src], progress=lambda f: show("writing", f))
     return astats.add_attribution(stats, note, loaded.non_finite)

@@ -77,7 +77,7 @@ def test_refuses_to_overwrite_input(tmp_path, capsys):
     src = copy_fixture(tmp_path, "upstream_example.json")
     h = sha(src)
     rc, lines = run(["augment", str(src), "-o", str(src)], capsys)
-    assert rc == 1 and "must not be the input" in lines[0] and sha(src) == h
+    assert rc == 1 and "is the input file" in lines[0] and sha(src) == h
 
 
 def test_missing_file(tmp_path, capsys):
