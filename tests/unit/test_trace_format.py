@@ -170,8 +170,12 @@ def test_event_views():
         "not an event",
         {"ph": "X", "cat": "operator", "ts": 5.5, "dur": -1},
     ]}
-    assert [(i, ts, d) for i, _, ts, d in evs.cpu_ops(trace)] == [(0, 1.0, 2.0), (5, 5.5, -1.0)]
-    assert [(i, ts, d) for i, _, ts, d in evs.device_kernels(trace)] == [(1, 3.0, 0.0)]
+    # events 1, 2 and 5 have times that are not finite non-negative numbers: skipped, and counted
+    assert [(i, ts, d) for i, _, ts, d in evs.cpu_ops(trace)] == [(0, 1.0, 2.0)]
+    assert list(evs.device_kernels(trace)) == []
+    skipped: dict = {}
+    assert [i for i, *_ in evs.complete_events(trace, skipped=skipped)] == [0]
+    assert skipped == {evs.BAD_TIME: 3}
     assert evs.number(True) is None and evs.number(math.nan) is None and evs.number(10**400) is None
 
 
