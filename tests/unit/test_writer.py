@@ -104,13 +104,27 @@ def test_dangling_symlink_creates_its_target(tmp_path):
 
 
 # --- targets that are not regular files -------------------------------------------------------------
-@pytest.mark.parametrize("device, what", [("/dev/null", "a character device"), ("/dev/full", "a character device")])
-def test_device_node_refused(device, what):
-    if not os.path.exists(device):
-        pytest.skip(f"{device} does not exist here")
+def char_device(tmp_path) -> str:
+    """A character device to write to: /dev/full, unless this process may replace entries of /dev
+    (root), where a writer that replaced its output (the bug these tests catch) would replace the
+    machine's own /dev/full: then a node of our own like it (major 1, minor 7) in ``tmp_path``."""
+    if not os.access("/dev", os.W_OK):
+        if not os.path.exists("/dev/full"):
+            pytest.skip("no /dev/full here")
+        return "/dev/full"
+    p = tmp_path / "full"
+    try:
+        os.mknod(p, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    except (OSError, AttributeError) as e:
+        pytest.skip(f"/dev is writable and no device node can be made here ({e})")
+    return str(p)
+
+
+def test_device_node_refused(tmp_path):
+    device = char_device(tmp_path)
     with pytest.raises(OutputError) as e:
         tf.write_atomic(device, _write(b"x"), inputs=[])
-    assert str(e.value) == f"{device}: is {what}; expected the path of a regular file to write"
+    assert str(e.value) == f"{device}: is a character device; expected the path of a regular file to write"
     assert stat.S_ISCHR(os.stat(device).st_mode)  # still the device, not a file in its place
 
 
@@ -171,6 +185,16 @@ def _writers(tmp_path, monkeypatch):
         r = process_trace(CPU_TRACE, str(tmp_path / "cap"))
         return [r.trace_path, r.summary_txt_path, r.summary_json_path, r.report_path]
 
+    def ranks():  # rank 0's cross-rank summary of two ranks' traces
+        from inductor_perf.capture_ranks import write_cross_rank
+
+        (tmp_path / "ranks").mkdir()
+        for r in (0, 1):
+            shutil.copy(os.path.join(FIXTURES, "gpu", "sanity.trace.json.gz"),
+                        tmp_path / "ranks" / f"h_pid1_rank{r}_t.trace.json.gz")
+        txt = write_cross_rank(str(tmp_path / "ranks"), str(tmp_path / "ranks" / "h_pid1_rank0_t"), 2, 0.0, 0.0)
+        return [txt, txt[: -len(".txt")] + ".json"]
+
     return [
         ("write_atomic", lambda: tf.write_atomic(tmp_path / "a.bin", _write(b"x"), inputs=[]) or [tmp_path / "a.bin"]),
         ("save_trace gz", lambda: tf.save_trace({"traceEvents": []}, tmp_path / "t.json.gz", inputs=[])
@@ -184,6 +208,7 @@ def _writers(tmp_path, monkeypatch):
         ("tag store", lambda: tag_store.store(g) or [os.path.join(tag_store.tags_dir(), f) for f in
                                                      os.listdir(tag_store.tags_dir())]),
         ("capture", cap),
+        ("cross-rank summary", ranks),
     ]
 
 
@@ -268,12 +293,11 @@ def test_augment_writes_through_a_symlink(tmp_path, engine):
 
 
 def test_augment_to_dev_full_refused_and_the_device_kept(tmp_path, capsys):
-    if not os.path.exists("/dev/full"):
-        pytest.skip("no /dev/full here")
-    rc, lines = _cli(["augment", SHAPES_TRACE, "-o", "/dev/full"], capsys)
-    assert rc == 1 and lines == ["inductor-perf: error: /dev/full: is a character device; expected the path of "
+    device = char_device(tmp_path)
+    rc, lines = _cli(["augment", SHAPES_TRACE, "-o", device], capsys)
+    assert rc == 1 and lines == [f"inductor-perf: error: {device}: is a character device; expected the path of "
                                  "a regular file to write"]
-    assert stat.S_ISCHR(os.stat("/dev/full").st_mode)
+    assert stat.S_ISCHR(os.stat(device).st_mode)
 
 
 @pytest.mark.parametrize("command", ["augment", "report"])
