@@ -53,7 +53,7 @@ def store(graph: GraphTags) -> None:
     payload = {"cache_key": graph.cache_key, "profiler_graph_id": graph.profiler_graph_id,
                "kernels": [k.to_dict() for k in graph.kernels]}
     # atomic: a concurrent reader sees the old file or the new one
-    write_atomic(path, lambda f: f.write(json.dumps(payload, allow_nan=False).encode()))
+    write_atomic(path, lambda f: f.write(json.dumps(payload, allow_nan=False).encode()), inputs=())
 
 
 def load(cache_key: str | None) -> dict[str, Any] | None:

@@ -69,7 +69,16 @@ def costed_units(trace: Mapping[str, Any]) -> tuple[TraceUnits, str | None]:
     note = None
     if isinstance(trace, dict):
         trace, note = with_costs(trace, device_from_trace(trace)[0])
-    return trace_units(trace), note
+    skipped: dict[str, int] = {}
+    units = trace_units(trace, skipped=skipped)
+    return units, _with_bad_time(note, skipped.get(evs.BAD_TIME, 0))
+
+
+def _with_bad_time(note: str | None, bad: int) -> str | None:
+    """A side's note, with the count of events skipped for their times (:func:`events.bad_time_note`)."""
+    if not bad:
+        return note
+    return evs.bad_time_note(bad) if note is None else f"{note}; {evs.bad_time_note(bad)}"
 
 
 def _large(path: str) -> bool:
@@ -109,7 +118,8 @@ def _stream(path: str) -> tuple[TraceUnits, str | None]:
             # the summary's fused loop: the cost join sees every event, _Kept the host events
             i = _read_batch(batch, i, join, kept, routes, windows)
         batch = None  # the last window, freed before the costs are placed
-        note = _place_costs(join, kept.costed, kept.marked, kept.host, i, windows.header or {})
+        note = _with_bad_time(_place_costs(join, kept.costed, kept.marked, kept.host, i, windows.header or {}),
+                              kept.bad_time)
         del join
         # still without the cyclic GC: cutting units makes an object or more per host event, and
         # each collection would walk the host events again (~4 s of a 1M-event side)
@@ -128,6 +138,8 @@ class _Kept:
         from ..summary_pass import UNIT
 
         self.host: list[tuple[int, dict, float, float]] = []
+        self.bad_time = 0
+        """Complete events skipped for their times (:func:`events.event_time`), of any category."""
         self.costed = self.marked = False
         self._unit, self._cats = UNIT, {}
         self.used, self.w0, self.w1 = 0, float("inf"), float("-inf")  # what the loop adds up (unread here)
@@ -149,9 +161,13 @@ class _Kept:
     def add(self, i: int, ev: dict) -> None:
         """Complete event ``i`` whose fields are not all plain: kept when cutting units reads it."""
         self.add_other(ev)  # its cost marks
+        t = evs.event_time(ev.get("ts"), ev.get("dur"))
+        if t is None:
+            self.bad_time += 1
+            return
         cat = ev.get("cat")
         if type(cat) is str and self._classify(cat):
-            slim = _host_event(i, ev, cat, ev.get("args"))
+            slim = _host_event(i, ev, cat, ev.get("args"), t)
             if slim is not None:
                 self.host.append(slim)
                 self.marked = self.marked or slim[1]["name"].startswith(MARKER_PREFIX)
@@ -163,20 +179,17 @@ class _Kept:
             self.costed = True
 
 
-def _host_event(i: int, ev: dict, cat: str, args: Any) -> tuple[int, dict, float, float] | None:
-    """``(i, slim event, ts, dur)`` of a complete host event (category ``cat``) that cutting units
-    reads (a name and a finite start: :func:`events.complete_events`), else None. The slim event
+def _host_event(i: int, ev: dict, cat: str, args: Any, time: tuple[float, float]
+                ) -> tuple[int, dict, float, float] | None:
+    """``(i, slim event, ts, dur)`` of a complete host event (category ``cat``, times ``time`` from
+    :func:`events.event_time`) that cutting units reads (one with a name), else None. The slim event
     keeps the name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`."""
     name = ev.get("name")
     if not isinstance(name, str):
         return None
-    ts = evs.number(ev.get("ts"))
-    if ts is None:
-        return None
-    dur = evs.number(ev.get("dur"))
     kept = {k: args[k] for k in UNIT_ARGS if k in args} if type(args) is dict else _NO_ARGS
     slim = {"name": name, "cat": cat, "pid": ev.get("pid"), "tid": ev.get("tid"), "args": kept or _NO_ARGS}
-    return i, slim, ts, dur if dur is not None else 0.0
+    return i, slim, time[0], time[1]
 
 
 def _place_costs(join: Any, costed: bool, marked: bool, host: list[tuple[int, dict, float, float]],
@@ -197,7 +210,7 @@ def _place_costs(join: Any, costed: bool, marked: bool, host: list[tuple[int, di
         for k, (i, slim, ts, dur) in enumerate(host):
             c = costs.get(i)
             if c is not None:
-                # a missing, zero or non-finite duration reads as none, as it does on the event itself
+                # a zero duration reads as none, as it does on the event itself
                 new = augment_event({"cat": slim["cat"], "dur": dur, "args": slim["args"]}, c, None, True, cache,
                                     None, stats)
                 host[k] = (i, {**slim, "args": new["args"]}, ts, dur)

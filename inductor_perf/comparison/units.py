@@ -365,16 +365,17 @@ def _keep_in_steps(units: list[Unit], steps: list[tuple[float, float]]) -> tuple
     return units, []
 
 
-def trace_units(trace: Mapping[str, Any], *, kernel_info: Callable[[int], dict[str, Any] | None] | None = None
-                ) -> TraceUnits:
+def trace_units(trace: Mapping[str, Any], *, kernel_info: Callable[[int], dict[str, Any] | None] | None = None,
+                skipped: dict[str, int] | None = None) -> TraceUnits:
     """Cut a Kineto trace into :class:`Unit` s (pure).
 
     ``kernel_info(event_index)`` may supply ``module``, ``source``, ``ops``, ``kernel``, ``also_modules``
     for compiled kernel events (what :func:`compare` knows from the tags); otherwise they come from
-    the events' args (``module_path``, ``source``, ``eager_ops``).
+    the events' args (``module_path``, ``source``, ``eager_ops``). ``skipped``: where
+    :func:`events.complete_events` counts the events skipped for their times.
     """
     tf.validate_trace(dict(trace))
-    return units_from_events(evs.complete_events(dict(trace)), kernel_info=kernel_info)
+    return units_from_events(evs.complete_events(dict(trace), skipped=skipped), kernel_info=kernel_info)
 
 
 def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
