@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -260,3 +261,61 @@ def test_module_paths_from_the_stack_are_the_models_own():
         assert got.frame_module == "block.1"
         assert got.names[str(id(model.block))] == "block" and got.names[str(id(model))] == ""
     assert module_paths.from_stack() is None  # no module called: nothing to name
+
+
+# --- the tag cache key ----------------------------------------------------------------------------
+def _package_copy(tmp_path):
+    import shutil
+
+    import inductor_perf
+
+    src = os.path.dirname(inductor_perf.__file__)
+    dst = tmp_path / "inductor_perf"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def test_tag_cache_key_derives_the_modules_that_decide_a_tag(tmp_path) -> None:
+    from inductor_perf.tag_store import tag_sources
+
+    pkg = _package_copy(tmp_path)
+    files = set(tag_sources(str(pkg)))
+    # kernel_io.py (every generated kernel's bytes) was missing from the hand-kept list
+    assert {"kernel_io.py", "costs.py", "module_paths.py", "tagging.py", "tags.py", "tag_store.py",
+            "backend.py"} <= files
+    assert "report.py" not in files and "__init__.py" not in files  # not every stage
+    # a module tagging starts to import is followed, also when imported inside a function
+    (pkg / "new_rule.py").write_text("X = 1\n")
+    with open(pkg / "kernel_io.py", "a") as f:
+        f.write("\n\ndef _later():\n    from .new_rule import X\n    return X\n")
+    assert "new_rule.py" in tag_sources(str(pkg))
+
+
+@pytest.mark.parametrize("name", ["kernel_io.py", "costs.py", "module_paths.py", "tagging.py", "tags.py"])
+def test_tag_cache_key_changes_with_one_byte(tmp_path, name: str) -> None:
+    from inductor_perf.tag_store import code_hash
+
+    pkg = _package_copy(tmp_path)
+    before = code_hash(str(pkg))
+    path = pkg / name
+    data = bytearray(path.read_bytes())
+    data[-1:] = b" " if data[-1:] != b" " else b"\n"  # one byte at the end of the file
+    path.write_bytes(bytes(data))
+    assert code_hash(str(pkg)) != before
+
+
+def test_tag_cache_key_changes_with_the_version(tmp_path) -> None:
+    from inductor_perf.tag_store import code_hash
+
+    pkg = _package_copy(tmp_path)
+    before = code_hash(str(pkg))
+    init = pkg / "__init__.py"
+    init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9'))
+    assert code_hash(str(pkg)) != before
+
+
+def test_tag_cache_key_of_this_checkout_is_its_code_hash() -> None:
+    import inductor_perf
+    from inductor_perf.tag_store import code_hash, tag_code_hash
+
+    assert tag_code_hash() == code_hash(os.path.dirname(inductor_perf.__file__))
