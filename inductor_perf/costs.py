@@ -27,7 +27,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from .tags import Quantity
+from .tags import Quantity, SizeExpr
 
 Expr = Any  # int or sympy.Expr
 
@@ -52,11 +52,11 @@ def to_expr(x: Any) -> Expr:
 
 
 def to_quantity(x: Expr) -> Quantity:
-    """The serializable form: an int, or the string of a sympy expression."""
+    """The tag form: an int, or the text of a sympy expression as a :class:`~inductor_perf.tags.SizeExpr`."""
     x = to_expr(x)
     if isinstance(x, int):
         return x
-    return str(x)
+    return SizeExpr(str(x))
 
 
 def shape_of(t: Any) -> tuple[Expr, ...]:
