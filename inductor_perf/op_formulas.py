@@ -34,6 +34,27 @@ BAD_SHAPES = "bad_shapes"
 UNKNOWN_DTYPE = "unknown_dtype"
 UNKNOWN_OP = "unknown_op"
 
+# In-place ops that write only the elements of one argument into ``self`` (scatter-like): they move
+# that argument's element count, not all of ``self``. Value: the argument, and whether they also read
+# the elements they update (accumulate): always, never, or as the named bool argument says. The one
+# rule for recorded ops (op_meta) and for the extern kernels of compiled graphs (costs.scatter_io_bytes).
+SCATTER_WRITES: dict[str, tuple[str, bool | str]] = {
+    "index_put_": ("values", "accumulate"), "_index_put_impl_": ("values", "accumulate"),
+    "index_copy_": ("source", False), "index_add_": ("source", True), "scatter_": ("src", False),
+    "scatter_add_": ("src", True), "scatter_reduce_": ("src", True), "masked_scatter_": ("source", False),
+    "index_reduce_": ("source", True),
+}
+
+
+def scatter_accumulates(rule: tuple[str, bool | str], args: dict[str, Any]) -> bool:
+    """Whether a :data:`SCATTER_WRITES` op reads the elements it updates, given its arguments by name.
+
+    >>> scatter_accumulates(SCATTER_WRITES["index_put_"], {"accumulate": True})
+    True
+    """
+    flag = rule[1]
+    return args.get(flag) is True if isinstance(flag, str) else flag
+
 
 class Refused(Exception):
     """Why an op record cannot be costed: ``reason`` (:data:`NO_SHAPES`, :data:`BAD_SHAPES`,

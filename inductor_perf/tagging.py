@@ -184,7 +184,7 @@ class TagCollector:
         origin_node = getattr(kernel, "origin_node", None)
         candidates = ([origin_node] if origin_node is not None else []) + origins
         for n in candidates:
-            if getattr(n.target, "overloadpacket", None) is packet and packet is not None:
+            if packet is not None and _same_op(getattr(n.target, "overloadpacket", None), packet):
                 main = n
                 break
         if main is None:
@@ -198,7 +198,8 @@ class TagCollector:
         if main is not None:
             c = costs.node_cost(main)
             flops, mm = c.flops, c.matmul_flops
-            read, written = costs.node_io_bytes(main)
+            scatter = costs.scatter_io_bytes(main, getattr(packet, "__name__", "").split(".")[-1])
+            read, written = scatter if scatter is not None else costs.node_io_bytes(main)
         else:
             flops = mm = 0
             read, written = kernel_io.extern_ir_bytes(kernel)
@@ -292,6 +293,17 @@ def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.No
         elif n in tails:
             flops = flops + tails[n]
     return nodes, flops, mm
+
+
+def _same_op(packet: Any, called: Any) -> bool:
+    """Whether an FX node's op ``packet`` is the op an extern kernel calls: the same, or its functional
+    form when Inductor calls the in-place one (``scatter_reduce`` for ``scatter_reduce_``)."""
+    if packet is None:
+        return False
+    if packet is called:
+        return True
+    name = getattr(packet, "_qualified_op_name", None)
+    return name is not None and getattr(called, "_qualified_op_name", None) == name + "_"
 
 
 def _drop_repeated_pass(pending: list[_Pending]) -> list[_Pending]:
