@@ -26,14 +26,14 @@ from typing import Any, Iterator
 
 from . import config
 from .op_formulas import (ATEN_PREFIX, BAD_SHAPES, NO_SHAPES, OP_FORMULAS, SCATTER_WRITES, UNKNOWN_DTYPE, UNKNOWN_OP,
-                          OpCost, Refused, _import_torch_elsewhere, lower_bound, parse_dtype_name, recorded,
-                          scatter_accumulates)
+                          OpCost, Refused, _import_torch_elsewhere, lower_bound, parse_dtype_name, reads_converted_input,
+                          recorded, scatter_accumulates)
 from .op_formulas import op_cost_or_reason as formula_cost_or_reason
 from .op_formulas_ext import ext_cost_or_reason, ext_formula
 
 log = logging.getLogger(__name__)
 
-RULES_VERSION = 4  # bumped whenever a rule below changes what a signature costs (in the cache's name)
+RULES_VERSION = 5  # bumped whenever a rule below changes what a signature costs (in the cache's name)
 # 3: candidates that disagree give a lower bound (was no_shapes); unrecorded bool lists enumerated.
 
 _MAX_TRIES = 64
@@ -331,6 +331,9 @@ def _run(op: Any, values: list[Any]) -> OpCost:
     new_out = [t for x in fresh for t in _tensors(x)]
     nbytes_written = sum(x[1] if isinstance(x, tuple) else x.numel() * x.element_size() for x in written)
     nbytes_written += _nbytes(new_out)
+    result = (new_out or [x for x in written if not isinstance(x, tuple)] or [None])[0]
+    if read and result is not None and reads_converted_input(name, _dtype(read[:1]), _dtype([result])):
+        extra_read += read[0].numel() * (result.element_size() - read[0].element_size())  # the copy it reads
     flops, mm = _flops(op, pos, kw, out, [x for x in written if not isinstance(x, tuple)])
     return OpCost(flops, mm, _nbytes(read) + extra_read, nbytes_written, _dtype(read + new_out))
 

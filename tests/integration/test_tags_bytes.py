@@ -117,3 +117,17 @@ def test_index_put_accumulate_extern() -> None:
     run, kernels = _single_graph(f, torch.randint(0, 9, (8, 16)), torch.randint(0, 4, (8,)))
     # read indices 8·8 = 64 + values 8·16·8 = 1024 + the 128 int64 it adds to 1024; write 128·8
     assert _externs(kernels) == [("aten.index_put_.default", 2112, 1024)]
+
+
+def test_int32_sum_reads_int32_writes_int64() -> None:
+    """torch.sum of int32 gives int64. Inductor's C++ kernel takes ``const int32_t*`` and converts in
+    registers (``at::vec::convert<int64_t,2,int32_t,1>``, TORCH_LOGS=output_code, torch 2.13): it
+    reads 4 B per element, unlike eager, whose reduction reads an int64 copy (docs/costs.md)."""
+    def f(x):
+        return x.sum(dim=1)
+
+    run, kernels = _single_graph(f, torch.randint(0, 10, (1024, 256), dtype=torch.int32))
+    assert run.output.dtype == torch.int64 and len(kernels) == 1
+    # read 1024·256·4 = 1,048,576; write 1024·8 = 8,192
+    assert _rw(kernels[0]) == (1_048_576, 8_192)
+    assert evaluate(kernels[0].flops) == 1024 * 256
