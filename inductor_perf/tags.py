@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
 import operator
 import re
 import sys
@@ -122,7 +123,7 @@ class SizeExpr(str):
         try:
             return bool(relation)
         except TypeError:  # sympy cannot decide it for every size
-            names = sorted(str(s) for s in relation.free_symbols)
+            names = sorted(str(s) for s in relation.free_symbols) or ["s0"]
             raise TypeError(
                 f"{str(self)!r} {_SYMBOL[op]} {other!s} depends on the sizes {', '.join(names)}: evaluate "
                 f"the tag first, e.g. tag.evaluated({{{names[0]!r}: 8}})") from None
@@ -160,7 +161,7 @@ def _operand(other: Any, op: Any) -> Any:
     """``other`` as a sympy-ready operand, or TypeError: text is not a number (``str(x)`` to join it)."""
     if isinstance(other, SizeExpr):
         return _parse(other)
-    if isinstance(other, (int, float)):
+    if isinstance(other, numbers.Real):  # int, float, bool, numpy scalars
         return other
     sympy = sys.modules.get("sympy")  # a sympy expression can only come from an imported sympy
     if sympy is not None and isinstance(other, sympy.Basic):
@@ -191,7 +192,7 @@ def _as_sizes(expr: Any) -> Any:
                       for s in expr.free_symbols})
 
 
-def evaluate(value: Quantity, symbols: Mapping[str, int] | None = None) -> int:
+def evaluate(value: Quantity, symbols: Mapping[str, int] | None = None) -> int | float:
     """An integer for ``value``, substituting ``symbols`` (name -> size) into expressions (a float
     for an expression a user divided, such as ``tag.flops / 1e9``, when it is not whole).
 
