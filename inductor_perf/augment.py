@@ -14,10 +14,10 @@ import logging
 import os
 from typing import TYPE_CHECKING, Any, Mapping
 
+from . import events as evs
 from . import trace_format as tf
 from .cost_args import augment_event, device_bandwidth
 from .cost_args import device_from_trace as device_from_trace  # noqa: F401  (re-exported)
-from .errors import TraceFormatError
 from .event_cost import COST_SOURCES, AugmentStats, EventCost  # noqa: F401  (re-exported)
 from .fastpath.progress import Progress
 
@@ -37,7 +37,8 @@ def augment_trace(trace: dict, costs: Mapping[int, EventCost], device: "DeviceSp
     peaks for ``achieved_*_pct`` and ``roofline_bound``; without it those are omitted / "unknown".
     With ``device_events_only`` the device's peaks apply only to device-side events (a GPU row
     says nothing about CPU ops in the same trace). ``labels`` (:attr:`op_costs.CostJoin.labels`)
-    adds ``launch_op`` / ``not_costed`` to device events, after their cost's args.
+    adds ``launch_op`` / ``not_costed`` to device events, after their cost's args. An event whose
+    times fail :func:`events.event_time` is left as it is, counted in ``bad_time``.
 
     >>> new, stats = augment_trace(trace, {3: EventCost(2_000, 2_000, 48, 16)}, None)  # doctest: +SKIP
     """
@@ -54,6 +55,9 @@ def augment_trace(trace: dict, costs: Mapping[int, EventCost], device: "DeviceSp
             raise IndexError(f"cost for event {i!r}: the trace has {len(events)} events")
         ev = events[i]
         if not isinstance(ev, dict):
+            continue
+        if evs.event_time(ev.get("ts"), ev.get("dur")) is None:
+            stats.bad_time += 1  # skipped, as the joins skip it (costs from elsewhere may name it)
             continue
         new_events[i] = augment_event(ev, costs.get(i), device, device_events_only, peak_cache, bandwidth, stats,
                                       labels.get(i))
@@ -117,9 +121,7 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
     engine = _engine(engine, fast)
     src = os.fspath(in_path)
     dst = os.fspath(out_path) if out_path is not None else default_output_path(src)
-    if os.path.abspath(src) == os.path.abspath(dst) or (
-            os.path.exists(dst) and os.path.exists(src) and os.path.samefile(src, dst)):
-        raise TraceFormatError(f"{dst}: the output must not be the input trace")
+    tf.output_target(dst, [src])  # the output is not the input, nor a device: said before any work
     show = Progress(progress)
     from .op_costs import warm_up
 
@@ -135,11 +137,18 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
 
             result = fastpath.augment_file_stream(src, dst, device, show)
             if result is not None:
-                return result
+                return _noted(result)
             log.info("%s: layout not the expected one; loading the whole trace", src)
-        return _augment_file_full(src, dst, device, show)
+        return _noted(_augment_file_full(src, dst, device, show))
     finally:
         show.done()
+
+
+def _noted(stats: AugmentStats) -> AugmentStats:
+    """``stats`` with the note on events skipped for their times (:func:`events.bad_time_note`)."""
+    if stats.bad_time:
+        stats.notes.append(evs.bad_time_note(stats.bad_time))
+    return stats
 
 
 def _engine(engine: str | None, fast: bool | None) -> str:
@@ -171,5 +180,5 @@ def _augment_file_full(src: str, dst: str, device: Any, show: Progress) -> Augme
         show("augmenting")
         new, astats = augment_trace(loaded.trace, costs, device, device_events_only=True, labels=labels)
         show("writing", 0.0)
-        tf.save_trace(new, dst, progress=lambda f: show("writing", f))
+        tf.save_trace(new, dst, inputs=[src], progress=lambda f: show("writing", f))
     return astats.add_attribution(stats, note, loaded.non_finite)

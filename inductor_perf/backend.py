@@ -308,6 +308,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
 # same compile may be compiled later (by the autograd engine), with no module call on the stack.
 _FRAME_NAMES: "OrderedDict[str, Any]" = OrderedDict()
 _FRAME_NAMES_KEPT = 64
+_FRAME_NAMES_LOCK = threading.Lock()  # compiles may run on several threads
 
 
 def _module_paths(graph: GraphTags) -> Any:
@@ -317,12 +318,13 @@ def _module_paths(graph: GraphTags) -> Any:
     key = graph.compile_id
     if key is None:
         return names
-    if names is not None:
-        _FRAME_NAMES[key] = names
-        while len(_FRAME_NAMES) > _FRAME_NAMES_KEPT:
-            _FRAME_NAMES.popitem(last=False)
-        return names
-    return _FRAME_NAMES.get(key)
+    with _FRAME_NAMES_LOCK:
+        if names is not None:
+            _FRAME_NAMES[key] = names
+            while len(_FRAME_NAMES) > _FRAME_NAMES_KEPT:
+                _FRAME_NAMES.popitem(last=False)
+            return names
+        return _FRAME_NAMES.get(key)
 
 
 @contextlib.contextmanager

@@ -133,7 +133,7 @@ def save(measurement: Measurement, directory: Path | None = None) -> Path:
     path = cache_path(measurement.key, directory)
     path.parent.mkdir(parents=True, exist_ok=True)
     data = json.dumps(measurement.to_dict(), indent=2, allow_nan=False).encode("utf-8")
-    write_atomic(path, lambda f: f.write(data))
+    write_atomic(path, lambda f: f.write(data), inputs=())
     return path
 
 

@@ -158,10 +158,11 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     result.trace_path = base + ".trace.json.gz"
     result.summary_txt_path = base + ".summary.txt"
     result.summary_json_path = base + ".summary.json"
-    save_trace(augmented, result.trace_path)
-    write_atomic(result.summary_txt_path, lambda f: f.write((text + "\n").encode()))
+    save_trace(augmented, result.trace_path, inputs=[raw_path])
+    write_atomic(result.summary_txt_path, lambda f: f.write((text + "\n").encode()), inputs=[raw_path])
     write_atomic(result.summary_json_path,
-                 lambda f: f.write((json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()))
+                 lambda f: f.write((json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()),
+                 inputs=[raw_path])
     result.report_path = _write_page(augmented, base, device, summary, result.warnings)
     return result
 

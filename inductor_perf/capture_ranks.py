@@ -70,8 +70,9 @@ def write_cross_rank(out_dir: str, base: str, world: int, since: float, wait_s: 
         view.notes.insert(0, f"written after waiting {wait_s:.0f} s ({env.RANKS_WAIT_S}) with {len(files)} of "
                              f"{world} ranks' traces: the others stopped early or wrote elsewhere")
     txt, js = base + ".ranks.summary.txt", base + ".ranks.summary.json"
-    write_atomic(txt, lambda f: f.write(format_ranks(view, "text").encode()))
-    write_atomic(js, lambda f: f.write(format_ranks(view, "json").encode()))
+    inputs = list(files.values())
+    write_atomic(txt, lambda f: f.write(format_ranks(view, "text").encode()), inputs=inputs)
+    write_atomic(js, lambda f: f.write(format_ranks(view, "json").encode()), inputs=inputs)
     print(f"inductor_perf: wrote {txt} and .json (cross-rank summary of {len(files)} of {world} ranks)")
     return txt
 

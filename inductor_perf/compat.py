@@ -195,7 +195,7 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("torch._inductor.debug.set_kernel_post_grad_provenance_tracing",
              "tagging.collecting: sees every kernel call site at codegen time", _check_provenance_hook),
     Internal("torch._inductor.codegen.wrapper.PythonWrapperCodegen.generate_scatter_fallback/"
-             "generate_index_put_fallback", "tagging._announcing_silent_externs", _check_silent_externs),
+             "generate_index_put_fallback", "tagging.SILENT_EXTERNS, wrapped by tagging._Hooks", _check_silent_externs),
     Internal("torch._inductor.codegen.cpp.set_kernel_post_grad_provenance_tracing",
              "tagging.HOOK_MODULES: the C++ backend holds the hook by name", _check_cpp_codegen_hook),
     Internal("torch._inductor.output_code.CompiledFxGraph.current_callable/_fx_graph_cache_key",

@@ -27,7 +27,8 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.utils._pytree import tree_flatten, tree_map
 
-from .tags import Quantity
+from .op_formulas import SCATTER_WRITES, scatter_accumulates
+from .tags import Quantity, SizeExpr
 
 Expr = Any  # int or sympy.Expr
 
@@ -52,11 +53,11 @@ def to_expr(x: Any) -> Expr:
 
 
 def to_quantity(x: Expr) -> Quantity:
-    """The serializable form: an int, or the string of a sympy expression."""
+    """The tag form: an int, or the text of a sympy expression as a :class:`~inductor_perf.tags.SizeExpr`."""
     x = to_expr(x)
     if isinstance(x, int):
         return x
-    return str(x)
+    return SizeExpr(str(x))
 
 
 def shape_of(t: Any) -> tuple[Expr, ...]:
@@ -324,4 +325,39 @@ def node_io_bytes(node: torch.fx.Node) -> tuple[Expr, Expr]:
     for v in outs:
         if isinstance(v, torch.Tensor):
             written = written + tensor_bytes(v)
+    return read, written
+
+
+def scatter_io_bytes(node: torch.fx.Node, name: str) -> tuple[Expr, Expr] | None:
+    """(bytes read, bytes written) of the in-place scatter-like op ``name`` (``index_put_``,
+    ``scatter_reduce_``, ...: :data:`~inductor_perf.op_formulas.SCATTER_WRITES`) called as an extern
+    kernel on the arguments of FX node ``node`` (the op or its functional form, which Inductor
+    reinplaced): every argument but ``self`` read, and as many elements of ``self`` written as the
+    source argument has, read too when the op accumulates - as recorded ops are costed. None when
+    ``name`` is not such an op or the node's arguments do not fit it."""
+    rule = SCATTER_WRITES.get(name)
+    schema = getattr(node.target, "_schema", None)
+    if rule is None or schema is None:
+        return None
+    args: dict[str, Any] = {}
+    for i, a in enumerate(schema.arguments):
+        args[a.name] = node.args[i] if i < len(node.args) else node.kwargs.get(a.name, a.default_value)
+    self_val = getattr(args.get("self"), "meta", {}).get("val")
+    if not isinstance(self_val, torch.Tensor) or rule[0] not in args:
+        return None
+    read: Expr = 0
+    seen: set[int] = set()
+    for key, value in args.items():
+        flat, _ = tree_flatten(value)
+        for a in flat:
+            v = a.meta.get("val") if isinstance(a, torch.fx.Node) else None
+            if key != "self" and isinstance(v, torch.Tensor) and id(a) not in seen:
+                seen.add(id(a))
+                read = read + tensor_bytes(v)
+    src, _ = tree_flatten(args[rule[0]])
+    count = sum((numel_of(a.meta["val"]) for a in src
+                 if isinstance(a, torch.fx.Node) and isinstance(a.meta.get("val"), torch.Tensor)), 0)
+    written = count * self_val.dtype.itemsize
+    if scatter_accumulates(rule, args):
+        read = read + written
     return read, written

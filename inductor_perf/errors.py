@@ -21,3 +21,9 @@ class TraceFormatError(InductorPerfError, ValueError):
 
 class DeviceSpecError(InductorPerfError, ValueError):
     """A device row (user override file or ``options=``) that does not validate."""
+
+
+class OutputError(InductorPerfError, OSError):
+    """A file we were asked to write that must not or cannot be written: one of the inputs, a
+    directory or device, a missing folder, a full disk. An OSError too, for callers that treat any
+    failed write alike."""

@@ -92,7 +92,9 @@ class AugmentStats:
     collectives_unsized: int = 0
     """Collective kernels with no recorded message size: no bandwidth."""
     nonpositive_dur: int = 0
-    """Costed events with dur <= 0 (or missing): no achieved throughput for them."""
+    """Costed events with dur 0: no achieved throughput for them."""
+    bad_time: int = 0
+    """Complete events skipped for their ts/dur (``events.event_time``): not costed, not augmented."""
     non_finite_inputs: int = 0
     """NaN / Infinity values in the input file, written as null."""
     device_name: str | None = None

@@ -116,6 +116,59 @@ def number(v: Any) -> float | None:
     return f if math.isfinite(f) else None
 
 
+# --- Event times: one rule for every reader -------------------------------------------------------
+TS_MAX_US = 7.3e15
+"""The latest start read: about the year 2200 (7.26e15) in µs since 1970. Kineto writes µs since
+the epoch (or, in older releases, since boot: smaller still); a start beyond this is no clock of ours
+in µs (nanoseconds, a corrupt value) and would stretch the window over centuries."""
+DUR_MAX_US = 7 * 86_400e6
+"""The longest duration read: 7 days in µs. No profiler window is that long (Kineto's buffers hold
+minutes of a busy GPU); a longer duration is a corrupt value, and one such event would make every
+share of the window meaningless (``dur: 1e300`` printed a window of 300 digits)."""
+
+BAD_TIME = "bad ts/dur"
+"""The reason an event is skipped for its times (a summary's ``skipped`` key; :func:`bad_time_note`)."""
+
+
+def event_time(ts: Any, dur: Any) -> tuple[float, float] | None:
+    """``(ts, dur)`` of a complete event as floats, or None when either is not a JSON number (an int
+    or float: not a bool, not a numeric string, since Kineto writes numbers), not finite, negative,
+    or past its bound (:data:`TS_MAX_US`, :data:`DUR_MAX_US`). Every command skips such an event and
+    counts it (:data:`BAD_TIME`). The reference: hot loops test :func:`plain_time` inline first.
+
+    >>> event_time(5, 2.5), event_time("10", 1.0), event_time(0.0, -1.0), event_time(0.0, 1e300)
+    ((5.0, 2.5), None, None, None)
+    """
+    if type(ts) is float and type(dur) is float:  # what Kineto writes: no call for the common case
+        return (ts, dur) if 0.0 <= ts <= TS_MAX_US and 0.0 <= dur <= DUR_MAX_US else None
+    t = _time_value(ts, TS_MAX_US)
+    d = _time_value(dur, DUR_MAX_US)
+    return None if t is None or d is None else (t, d)
+
+
+def _time_value(v: Any, hi: float) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if isinstance(v, int) and not 0 <= v <= hi:  # before float(): a huge int would overflow
+        return None
+    f = float(v)
+    return f if 0.0 <= f <= hi else None  # NaN compares false
+
+
+def plain_time(ts: Any, dur: Any) -> bool:
+    """The fast form of :func:`event_time` that the per-event loops write inline
+    (``summary_pass.read_batch``, ``launch_join.LaunchIndex.index``, and ``event_time``'s first test):
+    true only when ``event_time(ts, dur) == (ts, dur)`` (floats in bounds); anything else goes to the
+    reference (``tests/unit/test_event_time.py`` checks the two agree)."""
+    return type(ts) is float and type(dur) is float and 0.0 <= ts <= TS_MAX_US and 0.0 <= dur <= DUR_MAX_US
+
+
+def bad_time_note(n: int) -> str:
+    """The note every command shows for ``n`` events skipped by :func:`event_time`."""
+    return (f"{n:,} events skipped: ts/dur not a finite non-negative number within bounds (numbers, not "
+            f"strings; ts up to {TS_MAX_US:.2g} µs, about the year 2200; dur up to 7 days)")
+
+
 def category(ev: dict) -> str:
     """The event's ``cat``, lower-cased ('' when missing or not a string)."""
     cat = ev.get("cat")
@@ -128,21 +181,23 @@ def event_args(ev: dict) -> dict:
     return a if isinstance(a, dict) else {}
 
 
-def complete_events(trace: dict, cats: frozenset[str] | None = None) -> Iterator[tuple[int, dict, float, float]]:
-    """``(index, event, ts, dur)`` of every complete (``ph == "X"``) event with a finite ``ts``.
-
-    ``dur`` is 0.0 when missing or not a finite number. ``cats`` filters by lower-cased category.
+def complete_events(trace: dict, cats: frozenset[str] | None = None,
+                    skipped: dict[str, int] | None = None) -> Iterator[tuple[int, dict, float, float]]:
+    """``(index, event, ts, dur)`` of every complete (``ph == "X"``) event whose times pass
+    :func:`event_time`. ``cats`` filters by lower-cased category. ``skipped``: the complete events
+    of any category that fail it are counted there under :data:`BAD_TIME`.
     """
     for i, ev in enumerate(trace["traceEvents"]):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
+        t = event_time(ev.get("ts"), ev.get("dur"))
+        if t is None:
+            if skipped is not None:
+                skipped[BAD_TIME] = skipped.get(BAD_TIME, 0) + 1
+            continue
         if cats is not None and category(ev) not in cats:
             continue
-        ts = number(ev.get("ts"))
-        if ts is None:
-            continue
-        dur = number(ev.get("dur"))
-        yield i, ev, ts, (dur if dur is not None else 0.0)
+        yield i, ev, t[0], t[1]
 
 
 def device_kernels(trace: dict) -> Iterator[tuple[int, dict, float, float]]:

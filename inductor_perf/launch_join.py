@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from .event_cost import AugmentStats, EventCost
-from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS, Columns,
-                     nest_columns, new_columns, number)
+from .events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, DUR_MAX_US, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS,
+                     TS_MAX_US, Columns, event_time, nest_columns, new_columns, number)
 
 # Runtime calls that replay a captured CUDA graph (mode="reduce-overhead"): their correlation names
 # every kernel of the replay.
@@ -214,7 +214,7 @@ class LaunchIndex:
 
     _STATE: tuple[str, ...] = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels",
                                "flows_later", "copies", "graph_launches")
-    _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids")
+    _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids", "bad_time")
 
     def __init__(self, load: Callable[[int], Any]) -> None:
         self.stats = AugmentStats()
@@ -245,21 +245,22 @@ class LaunchIndex:
             if ph == "s" or ph == "f":
                 self.flows_later.append(i)
             return None
+        ts, dur = ev.get("ts"), ev.get("dur")
+        # events.plain_time inline, else the reference: bad times skip the event, counted (any category)
+        if not (type(ts) is float and type(dur) is float and 0.0 <= ts <= TS_MAX_US and 0.0 <= dur <= DUR_MAX_US):
+            t = event_time(ts, dur)
+            if t is None:
+                self.stats.bad_time += 1
+                return None
+            ts, dur = t
+        if not dur > 0.0:
+            dur = 0.0  # -0.0
         cat = ev.get("cat")
         kind = _CAT_KIND.get(cat) if type(cat) is str else None
         if kind is None:
             kind = _cat_kind(cat)
         if kind < 0:
             return None
-        ts = ev.get("ts")
-        if type(ts) is not float or ts - ts != 0.0:
-            ts = number(ts)
-            if ts is None:
-                return None
-        dur = ev.get("dur")
-        if type(dur) is not float or not dur > 0.0 or dur - dur != 0.0:
-            dur = number(dur)
-            dur = dur if dur is not None and dur > 0 else 0.0
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}

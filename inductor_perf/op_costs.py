@@ -3,7 +3,8 @@ op's FLOPs and bytes (:mod:`inductor_perf.op_formulas`), counted once.
 
 An op's cost goes on the device kernels it launched (found by :mod:`inductor_perf.launch_join`;
 split over them by duration when several), else on the CPU op itself; of nested ops with formulas
-only the innermost one that could be costed counts. memcpy / memset events carry their own bytes,
+only the innermost one that could be costed counts, unless the outer one does arithmetic the inner
+one does not (:func:`_shadows`). memcpy / memset events carry their own bytes,
 collective kernels their message (:mod:`inductor_perf.comm_costs`). Every device event also gets a
 label (:attr:`CostJoin.labels`): the op that launched it, and why it has no cost when it has none.
 Where each cost goes is :mod:`inductor_perf.cost_placing`'s.
@@ -398,7 +399,7 @@ class CostJoin(LaunchIndex):
         for i in own:
             p = parent.get(i) if i not in inner else None
             while p is not None:
-                if p in under and (own[i].matmul_flops or not own[p].matmul_flops):
+                if p in under and _shadows(own[i], own[p]):
                     shadowed.add(p)
                 p = parent.get(p)
         for p, bounds in under.items():
@@ -417,8 +418,8 @@ class CostJoin(LaunchIndex):
             covered.add(i)
             p = parent.get(i)
             while p is not None:
-                if p in own and (own[i].matmul_flops or not own[p].matmul_flops):
-                    shadowed.add(p)  # a matmul is not shadowed by the copy/fill it does inside
+                if p in own and _shadows(own[i], own[p]):
+                    shadowed.add(p)
                 if p in recognized:
                     covered.add(p)
                 p = parent.get(p)
@@ -435,6 +436,16 @@ class CostJoin(LaunchIndex):
                 stats.ops_bad_shapes += 1
         stats.unknown_dtype_names = tuple(sorted(unknown_names))
         return shadowed
+
+
+def _shadows(inner: EventCost, outer: EventCost) -> bool:
+    """Whether a costed op inside a costed op stands for it (only the innermost costed op of a nest
+    counts) - unless the outer op does arithmetic the inner one does not: a matmul is not shadowed by
+    the copy or fill it does inside, nor an op with FLOPs by one without, such as the conversion of
+    its input or the fill of its output (CPU ``aten::sum`` of int32 runs ``aten::to`` and
+    ``aten::fill_`` inside, then reduces the int64 copy itself). Both are then costed, each with
+    the traffic it moves."""
+    return bool(inner.matmul_flops or not outer.matmul_flops) and bool(inner.flops or not outer.flops)
 
 
 def _has_recognized_ancestor(i: int, parent: dict[int, int], recognized: set[int]) -> bool:

@@ -34,6 +34,49 @@ BAD_SHAPES = "bad_shapes"
 UNKNOWN_DTYPE = "unknown_dtype"
 UNKNOWN_OP = "unknown_op"
 
+# In-place ops that write only the elements of one argument into ``self`` (scatter-like): they move
+# that argument's element count, not all of ``self``. Value: the argument, and whether they also read
+# the elements they update (accumulate): always, never, or as the named bool argument says. The one
+# rule for recorded ops (op_meta) and for the extern kernels of compiled graphs (costs.scatter_io_bytes).
+SCATTER_WRITES: dict[str, tuple[str, bool | str]] = {
+    "index_put_": ("values", "accumulate"), "_index_put_impl_": ("values", "accumulate"),
+    "index_copy_": ("source", False), "index_add_": ("source", True), "scatter_": ("src", False),
+    "scatter_add_": ("src", True), "scatter_reduce_": ("src", True), "masked_scatter_": ("source", False),
+    "index_reduce_": ("source", True),
+}
+
+
+# Reductions that compute in their result's dtype by converting their input first
+# (``self.to(out_dtype)`` in torch's reduction setup, recorded as its own ``aten::to`` and costed
+# there): their own kernel reads that copy, e.g. 8 B per element for the int64 sum of an int32
+# tensor. True: except a float16/bfloat16 input summed into float32, which the CUDA kernels read as
+# is (CPU converts it too; a record does not say its device, so the GPU case counts).
+_CONVERTING_REDUCTIONS = {"sum": True, "nansum": True, "prod": True, "mean": True, "cumsum": False,
+                          "cumprod": False}
+
+
+def reads_converted_input(name: str, in_dtype: str, out_dtype: str) -> bool:
+    """Whether reduction ``name`` (``sum``, ``cumsum``, ...) of an ``in_dtype`` input into an
+    ``out_dtype`` result reads its input converted to ``out_dtype`` (dtype names as torch spells them).
+
+    >>> reads_converted_input("sum", "int32", "int64"), reads_converted_input("sum", "bfloat16", "float32")
+    (True, False)
+    """
+    lowp_kept = _CONVERTING_REDUCTIONS.get(name)
+    if lowp_kept is None or in_dtype == out_dtype:
+        return False
+    return not (lowp_kept and in_dtype in ("float16", "bfloat16") and out_dtype == "float32")
+
+
+def scatter_accumulates(rule: tuple[str, bool | str], args: dict[str, Any]) -> bool:
+    """Whether a :data:`SCATTER_WRITES` op reads the elements it updates, given its arguments by name.
+
+    >>> scatter_accumulates(SCATTER_WRITES["index_put_"], {"accumulate": True})
+    True
+    """
+    flag = rule[1]
+    return args.get(flag) is True if isinstance(flag, str) else flag
+
 
 class Refused(Exception):
     """Why an op record cannot be costed: ``reason`` (:data:`NO_SHAPES`, :data:`BAD_SHAPES`,

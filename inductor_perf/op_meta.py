@@ -25,14 +25,15 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from . import config
-from .op_formulas import (ATEN_PREFIX, BAD_SHAPES, NO_SHAPES, OP_FORMULAS, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost,
-                          Refused, _import_torch_elsewhere, lower_bound, parse_dtype_name, recorded)
+from .op_formulas import (ATEN_PREFIX, BAD_SHAPES, NO_SHAPES, OP_FORMULAS, SCATTER_WRITES, UNKNOWN_DTYPE, UNKNOWN_OP,
+                          OpCost, Refused, _import_torch_elsewhere, lower_bound, parse_dtype_name, reads_converted_input,
+                          recorded, scatter_accumulates)
 from .op_formulas import op_cost_or_reason as formula_cost_or_reason
 from .op_formulas_ext import ext_cost_or_reason, ext_formula
 
 log = logging.getLogger(__name__)
 
-RULES_VERSION = 3  # bumped whenever a rule below changes what a signature costs (in the cache's name)
+RULES_VERSION = 5  # bumped whenever a rule below changes what a signature costs (in the cache's name)
 # 3: candidates that disagree give a lower bound (was no_shapes); unrecorded bool lists enumerated.
 
 _MAX_TRIES = 64
@@ -46,14 +47,6 @@ _ALLOCATIONS = frozenset({"empty", "empty_like", "empty_strided", "new_empty", "
 # In-place ops that overwrite ``self`` without reading it.
 _WRITE_ONLY_SELF = frozenset({"fill_", "zero_", "copy_", "uniform_", "normal_", "random_", "bernoulli_",
                               "exponential_", "geometric_", "log_normal_", "cauchy_", "set_", "resize_"})
-# In-place ops that write only the elements of one argument into ``self`` (scatter-like): they
-# move that argument's element count, not all of ``self``. Value: the argument; True: they also
-# read the elements they update (accumulate).
-_PARTIAL_WRITES: dict[str, tuple[str, bool]] = {
-    "index_put_": ("values", False), "_index_put_impl_": ("values", False), "index_copy_": ("source", False),
-    "index_add_": ("source", True), "scatter_": ("src", False), "scatter_add_": ("src", True),
-    "scatter_reduce_": ("src", True), "masked_scatter_": ("source", False), "index_reduce_": ("source", True),
-}
 # c10::ScalarType's numbering (c10/core/ScalarType.h), for a dtype argument recorded as an int.
 _SCALAR_TYPES = ("uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "complex32",
                  "complex64", "complex128", "bool", "qint8", "quint8", "qint32", "bfloat16")
@@ -313,7 +306,7 @@ def _run(op: Any, values: list[Any]) -> OpCost:
     name = op.overloadpacket.__name__
     read: list[Any] = []
     written: list[Any] = []
-    partial = _PARTIAL_WRITES.get(name)
+    partial = SCATTER_WRITES.get(name)
     extra_read = 0
     for a, b in zip(schema.arguments, built):
         ts = _tensors(b)
@@ -323,7 +316,8 @@ def _run(op: Any, values: list[Any]) -> OpCost:
         elif partial is not None and a.name == "self":
             src = next((x for aa, x in zip(schema.arguments, built) if aa.name == partial[0]), None)
             n = sum(t.numel() for t in _tensors(src)) * (ts[0].element_size() if ts else 0)
-            extra_read += n if partial[1] else 0
+            by_name = {aa.name: x for aa, x in zip(schema.arguments, built)}
+            extra_read += n if scatter_accumulates(partial, by_name) else 0
             written.append(("bytes", n))
         else:
             written += ts
@@ -337,6 +331,9 @@ def _run(op: Any, values: list[Any]) -> OpCost:
     new_out = [t for x in fresh for t in _tensors(x)]
     nbytes_written = sum(x[1] if isinstance(x, tuple) else x.numel() * x.element_size() for x in written)
     nbytes_written += _nbytes(new_out)
+    result = (new_out or [x for x in written if not isinstance(x, tuple)] or [None])[0]
+    if read and result is not None and reads_converted_input(name, _dtype(read[:1]), _dtype([result])):
+        extra_read += read[0].numel() * (result.element_size() - read[0].element_size())  # the copy it reads
     flops, mm = _flops(op, pos, kw, out, [x for x in written if not isinstance(x, tuple)])
     return OpCost(flops, mm, _nbytes(read) + extra_read, nbytes_written, _dtype(read + new_out))
 

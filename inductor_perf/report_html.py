@@ -216,11 +216,15 @@ def render_report(source: Any, *, device: Any = None, title: str | None = None, 
 def write_report(source: Any, out_path: str | os.PathLike, *, device: Any = None, title: str | None = None,
                  summary: Any = None, comparison: Any = None,
                  stage: Callable[[str], None] | None = None) -> str:
-    """Write :func:`render_report`'s page to ``out_path`` atomically; returns ``out_path``."""
-    from .trace_format import write_atomic
+    """Write :func:`render_report`'s page to ``out_path`` atomically; returns ``out_path``. The page
+    never replaces a trace it is made from (checked before any work): OutputError."""
+    from .summary_files import trace_files
+    from .trace_format import output_target, write_atomic
 
+    out = os.fspath(out_path)
+    inputs = trace_files(os.fspath(source)) if isinstance(source, (str, os.PathLike)) else []
+    output_target(out, inputs)
     page = render_report(source, device=device, title=title, summary=summary, comparison=comparison,
                          stage=stage)
-    out = os.fspath(out_path)
-    write_atomic(out, lambda f: f.write(page.encode("utf-8")), compress=False)
+    write_atomic(out, lambda f: f.write(page.encode("utf-8")), inputs=inputs, compress=False)
     return out

@@ -375,8 +375,11 @@ def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time:
         notes.append("no device given: overall % of peak is unknown")
     elif device is not None and peak.peak_tflops is None:
         notes.append(f"device has no {peak.dtype} peak: compute % of peak is unknown")
-    if sum(skipped.values()):
-        notes.append("skipped events: " + ", ".join(f"{n} {why}" for why, n in sorted(skipped.items())))
+    if skipped.get(evs.BAD_TIME):
+        notes.append(evs.bad_time_note(skipped[evs.BAD_TIME]))
+    other = sorted((why, n) for why, n in skipped.items() if n and why != evs.BAD_TIME)
+    if other:
+        notes.append("skipped events: " + ", ".join(f"{n} {why}" for why, n in other))
     if totals.bad_args:
         notes.append(f"{totals.bad_args} kernel args were not finite numbers and were ignored")
     if getattr(device, "cache_roofs", None):

@@ -89,19 +89,14 @@ def _parse(events: Iterable[Any], skipped: dict[str, int]) -> list[_Ev]:
             continue
         if raw.get("ph") != "X":
             continue  # metadata, flows, counters, instants: not durations, not errors
+        t = evs.event_time(raw.get("ts"), raw.get("dur"))
+        if t is None:  # every command's rule: a complete event of any category, counted
+            skipped[evs.BAD_TIME] += 1
+            continue
+        ts, dur = t
         cat = raw.get("cat")
         cat = cat if isinstance(cat, str) else ""
         if cat.lower() in _IGNORED_CATS:
-            continue
-        if "ts" not in raw or "dur" not in raw:
-            skipped["missing ts/dur"] += 1
-            continue
-        ts, dur = _num(raw.get("ts")), _num(raw.get("dur"))
-        if ts is None or dur is None:
-            skipped["non-numeric ts/dur"] += 1
-            continue
-        if dur < 0:
-            skipped["negative dur"] += 1
             continue
         if dur == 0:
             # An instant carries no time; keeping it would only add zero-width kernels.
@@ -110,7 +105,7 @@ def _parse(events: Iterable[Any], skipped: dict[str, int]) -> list[_Ev]:
         args = raw.get("args")
         name = raw.get("name")
         out.append(_Ev(name if isinstance(name, str) else str(name), cat, _hashable(raw.get("pid")),
-                       _hashable(raw.get("tid")), float(ts), float(dur),
+                       _hashable(raw.get("tid")), ts, dur,
                        args if isinstance(args, dict) else {}))
     return out
 

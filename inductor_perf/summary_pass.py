@@ -12,8 +12,9 @@ Both read the same fields of a complete event (category, start, duration, args, 
 validate them each their own way; here each field is fetched once, the category is classified once
 for both (:func:`_route`, remembered per category string), and what the two would record is recorded
 inline. This fast path takes only the events on which both validations are trivially true (a
-category string, float (or int) start and duration, finite, dict args, a str name, int or
-str pid and tid: what Kineto writes); any other event goes through the three methods themselves. So
+category string, float (or int) start and duration within :func:`~inductor_perf.events.plain_time`'s
+bounds, dict args, a str name, int or str pid and tid: what Kineto writes); any other event goes
+through the three methods themselves (an event with bad times is skipped and counted there). So
 the join's and the pass's state after a window are exactly those of calling the methods on each
 event (a test checks it on every trace the engine-equality tests use).
 """
@@ -151,7 +152,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
     typed, (loads, unset) = load is not None, _decoding()
     ops = ops if typed and _op_args_decoder() is not None else None
     n_kernels = used = 0
-    lo, hi = float("inf"), float("-inf")
+    lo, hi, ts_max, dur_max = float("inf"), float("-inf"), evs.TS_MAX_US, evs.DUR_MAX_US
     hit = sig = None
     for i, ev in enumerate(batch, i):
         if typed:  # an envelope: its args decoded here (a flow has none)
@@ -186,7 +187,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
         if route is None and type(cat) is str:
             route = routes[cat] = _route(cat, seen)
         if (route is None or type(ts) is not float or type(dur) is not float or type(args) is not dict
-                or type(name) is not str or ts - ts != 0.0 or dur - dur != 0.0
+                or type(name) is not str or not (0.0 <= ts <= ts_max and 0.0 <= dur <= dur_max)  # evs.plain_time
                 or (type(pid) is not int and type(pid) is not str) or (type(tid) is not int and type(tid) is not str)):
             _by_methods(join, seen, i, load(i) if typed else ev)
             continue
@@ -195,7 +196,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
             seen.costed = True
         # --- the join's index (LaunchIndex.index) and cost (CostJoin.cost)
         pt = (pid, tid)
-        jdur = dur if dur > 0.0 else 0.0  # the join's duration: 0 for a zero or negative one
+        jdur = dur if dur > 0.0 else 0.0  # the join's duration (0.0 for -0.0)
         if jk == KERNEL or jk == COPY:
             n_kernels += _index_device(join, i, jk, name, args, ts, jdur)
         elif jk >= 0:
@@ -224,7 +225,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
             seen.unit(i, name, cat, pid, tid, ts, dur, args)
             continue
         if not dur > 0.0:
-            seen.skipped["negative dur" if dur < 0 else "zero dur"] += 1
+            seen.skipped["zero dur"] += 1
             continue
         used += 1
         lo = ts if ts < lo else lo

@@ -37,7 +37,7 @@ from typing import Any, Callable, Iterator
 
 from . import events as evs
 from . import trace_format as tf
-from .summary_kernels import _Ev, _hashable, _num
+from .summary_kernels import _Ev, _hashable
 from .summary_pass import (_DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _MARKS, _NO_ARGS, _RUNTIME_CATS, _STEP,
                            _STEP_PREFIX, read_batch)
 from .summary_windows import WINDOW_BYTES, Windows, _Layout, mapped_text
@@ -217,26 +217,18 @@ class _Pass:
             args = args if isinstance(args, dict) else {}
         if not self.costed and args and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
             self.costed = True
+        t = evs.event_time(ev.get("ts"), ev.get("dur"))
+        if t is None:  # every command's rule: a complete event of any category, counted
+            self.skipped[evs.BAD_TIME] += 1
+            return
+        ts, dur = t
         cat = ev.get("cat")
         cat = cat if isinstance(cat, str) else ""
         cls = self._classify(cat)
         if not cls:
             return
-        if "ts" not in ev or "dur" not in ev:
-            self.skipped["missing ts/dur"] += 1
-            return
-        ts, dur = ev["ts"], ev["dur"]
-        if type(ts) is not float or type(dur) is not float:
-            ts, dur = _num(ts), _num(dur)
-            if ts is None or dur is None:
-                self.skipped["non-numeric ts/dur"] += 1
-                return
-            ts, dur = float(ts), float(dur)
-        elif ts - ts != 0.0 or dur - dur != 0.0:
-            self.skipped["non-numeric ts/dur"] += 1
-            return
-        if dur <= 0:
-            self.skipped["negative dur" if dur < 0 else "zero dur"] += 1
+        if dur == 0.0:
+            self.skipped["zero dur"] += 1
             return
         self.used += 1
         if ts < self.w0:

@@ -19,7 +19,7 @@ from collections import defaultdict
 from typing import Any, Callable, Mapping
 
 from .event_cost import EventCost, JoinStats
-from .events import DEVICE_CATS, is_device_side, nest_threads
+from .events import DEVICE_CATS, event_time, is_device_side, nest_threads
 from .launch_join import GRAPH_LAUNCHES, launched_device_events, replayed_kernels
 from .markers import MARKER_PREFIX, parse_marker
 from .tags import GraphTags, KernelTag
@@ -103,9 +103,10 @@ def _index(events: list) -> _Index:
     for i, ev in enumerate(events):
         if not isinstance(ev, dict) or ev.get("ph") != "X":
             continue
-        ts, dur = ev.get("ts"), ev.get("dur")
-        if not isinstance(ts, (int, float)) or not isinstance(dur, (int, float)):
+        t = event_time(ev.get("ts"), ev.get("dur"))  # the rule every reader keeps
+        if t is None:
             continue
+        ts, dur = t
         cat = ev.get("cat")
         if is_device_side(cat):
             corr = (ev.get("args") or {}).get("correlation")

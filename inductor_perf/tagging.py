@@ -19,6 +19,7 @@ import math
 import os
 import re
 import sys
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
@@ -184,7 +185,7 @@ class TagCollector:
         origin_node = getattr(kernel, "origin_node", None)
         candidates = ([origin_node] if origin_node is not None else []) + origins
         for n in candidates:
-            if getattr(n.target, "overloadpacket", None) is packet and packet is not None:
+            if packet is not None and _same_op(getattr(n.target, "overloadpacket", None), packet):
                 main = n
                 break
         if main is None:
@@ -198,7 +199,8 @@ class TagCollector:
         if main is not None:
             c = costs.node_cost(main)
             flops, mm = c.flops, c.matmul_flops
-            read, written = costs.node_io_bytes(main)
+            scatter = costs.scatter_io_bytes(main, getattr(packet, "__name__", "").split(".")[-1])
+            read, written = scatter if scatter is not None else costs.node_io_bytes(main)
         else:
             flops = mm = 0
             read, written = kernel_io.extern_ir_bytes(kernel)
@@ -292,6 +294,17 @@ def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.No
         elif n in tails:
             flops = flops + tails[n]
     return nodes, flops, mm
+
+
+def _same_op(packet: Any, called: Any) -> bool:
+    """Whether an FX node's op ``packet`` is the op an extern kernel calls: the same, or its functional
+    form when Inductor calls the in-place one (``scatter_reduce`` for ``scatter_reduce_``)."""
+    if packet is None:
+        return False
+    if packet is called:
+        return True
+    name = getattr(packet, "_qualified_op_name", None)
+    return name is not None and getattr(called, "_qualified_op_name", None) == name + "_"
 
 
 def _drop_repeated_pass(pending: list[_Pending]) -> list[_Pending]:
@@ -459,58 +472,101 @@ def _announcing(method: Any) -> Any:
     return generate
 
 
-@contextlib.contextmanager
-def _announcing_silent_externs() -> Iterator[None]:
-    from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+class _Hooks:
+    """The process-wide installation of our wrappers: installed by the first compile that collects,
+    removed by the last one to finish (a count under a lock). Two threads compiling at once share
+    one installation, and each hook call goes to the collector of the thread that makes it
+    (``_ACTIVE`` is a ContextVar). With an installation per compile, one thread finishing first
+    removed the wrappers while the other still generated code (losing its silent externs' tags),
+    and the other then restored the first one's wrapper, left in place for good. Dynamo's
+    ``compile_lock`` serializes the compiles ``torch.compile`` makes itself; callers outside it (a
+    backend running ``compile_fx`` on threads) overlap, and a compile nested in another shares the
+    installation too. No lock is held during a compile: compiles on other threads are never
+    made to wait for ours."""
 
-    patched = []
-    for name in SILENT_EXTERNS:
-        current = PythonWrapperCodegen.__dict__.get(name)
-        if current is None or hasattr(current, "_inductor_perf_original"):
-            continue  # absent in this torch, or already wrapped by an enclosing compile
-        setattr(PythonWrapperCodegen, name, _announcing(current))
-        patched.append((name, current))
-    try:
-        yield
-    finally:
-        for name, original in patched:
-            setattr(PythonWrapperCodegen, name, original)
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._hook: Any = None
+        self._original: Any = None
+        self._modules: list[tuple[Any, Any]] = []  # (module, what it held before)
+        self._methods: list[tuple[str, Any]] = []  # (PythonWrapperCodegen method, original)
+
+    def acquire(self) -> None:
+        with self._lock:
+            if self._users == 0:
+                try:
+                    self._install()
+                except BaseException:  # half installed: take back what was, the compile goes untagged
+                    self._uninstall()
+                    raise
+            self._users += 1
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                self._uninstall()
+
+    def _install(self) -> None:
+        import importlib
+
+        import torch._inductor.debug as debug
+        from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+
+        importlib.import_module("torch._inductor.codegen.cpp")
+        current = getattr(debug, HOOK_NAME)
+        self._original = getattr(current, "_inductor_perf_original", current)
+        self._hook = _make_hook(self._original)
+        for name in HOOK_MODULES:
+            mod = sys.modules.get(name)
+            if mod is None or not hasattr(mod, HOOK_NAME):
+                continue
+            self._modules.append((mod, getattr(mod, HOOK_NAME)))
+            setattr(mod, HOOK_NAME, self._hook)
+        for name in SILENT_EXTERNS:
+            method = PythonWrapperCodegen.__dict__.get(name)
+            if method is None or hasattr(method, "_inductor_perf_original"):
+                continue  # absent in this torch, or already wrapped (another copy of this module)
+            setattr(PythonWrapperCodegen, name, _announcing(method))
+            self._methods.append((name, method))
+
+    def _uninstall(self) -> None:
+        hook, original = self._hook, self._original
+        for mod, prev in reversed(self._modules if hook is not None else ()):
+            if getattr(mod, HOOK_NAME, None) is hook:  # else someone else's since: theirs stays
+                setattr(mod, HOOK_NAME, prev)
+        # A module imported during a compile (e.g. codegen.triton) copied our hook by name.
+        for name in HOOK_MODULES if hook is not None else ():
+            mod = sys.modules.get(name)
+            if mod is not None and getattr(mod, HOOK_NAME, None) is hook:
+                setattr(mod, HOOK_NAME, original)
+        if self._methods:
+            from torch._inductor.codegen.wrapper import PythonWrapperCodegen
+        for name, method in self._methods:
+            current = PythonWrapperCodegen.__dict__.get(name)
+            if getattr(current, "_inductor_perf_original", None) is method:
+                setattr(PythonWrapperCodegen, name, method)
+        self._modules, self._methods, self._hook, self._original = [], [], None, None
+
+
+_HOOKS = _Hooks()
 
 
 @contextlib.contextmanager
 def collecting(collector: TagCollector) -> Iterator[TagCollector]:
-    """Route Inductor's provenance hook to ``collector`` for the duration of one inner compile.
+    """Route Inductor's provenance hook (and the silent externs' codegen) to ``collector`` for the
+    duration of one inner compile on this thread.
 
-    The wrapper is installed in every module that imported the hook by name and removed again on
-    exit, so compiles by other backends never see it.
+    The wrappers are installed in every module that imported the hook by name when the first such
+    compile starts and removed when the last one ends (:class:`_Hooks`), so compiles by other
+    backends in between never see them, and compiles on other threads only see wrappers that call
+    the original and find no collector of theirs.
     """
-    import importlib
-
-    import torch._inductor.debug as debug
-
-    importlib.import_module("torch._inductor.codegen.cpp")
-    current = getattr(debug, HOOK_NAME)
-    original = getattr(current, "_inductor_perf_original", current)
-    hook = _make_hook(original)
-    patched = []
-    for name in HOOK_MODULES:
-        mod = sys.modules.get(name)
-        if mod is None or not hasattr(mod, HOOK_NAME):
-            continue
-        prev = getattr(mod, HOOK_NAME)
-        setattr(mod, HOOK_NAME, hook)
-        patched.append((mod, prev))
+    _HOOKS.acquire()
     token = _ACTIVE.set(collector)
     try:
-        with _announcing_silent_externs():
-            yield collector
+        yield collector
     finally:
         _ACTIVE.reset(token)
-        for mod, prev in reversed(patched):
-            if getattr(mod, HOOK_NAME) is hook:
-                setattr(mod, HOOK_NAME, prev)
-        # A module imported during the compile (e.g. codegen.triton) copied our hook by name.
-        for name in HOOK_MODULES:
-            mod = sys.modules.get(name)
-            if mod is not None and getattr(mod, HOOK_NAME, None) is hook:
-                setattr(mod, HOOK_NAME, original)
+        _HOOKS.release()

@@ -2,19 +2,24 @@
 
 Pure data. Built at compile time by :mod:`inductor_perf.tagging`, read by augmentation and the
 summaries. Costs of graphs compiled with dynamic shapes stay symbolic (a sympy expression in the
-graph's size symbols, kept as a string) and are evaluated with the sizes a call actually had.
+graph's size symbols, kept as its text in a :class:`SizeExpr`, which does arithmetic like a number)
+and are evaluated with the sizes a call actually had.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
+import numbers
+import operator
 import re
+import sys
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Union
 
-# An integer, or the string form of a sympy expression over size symbols such as "s0".
+# An integer, or the text of a sympy expression over size symbols such as "s0" (a SizeExpr once it
+# is on a tag; plain strings are accepted where tags are built).
 Quantity = Union[int, str]
 
 GENERATED = "generated"
@@ -49,21 +54,160 @@ def _sympy_functions() -> dict[str, Any]:
             if inspect.isclass(obj) and issubclass(obj, sympy.Basic)}
 
 
-def evaluate(value: Quantity, symbols: Mapping[str, int] | None = None) -> int:
-    """An integer for ``value``, substituting ``symbols`` (name -> size) into expressions.
+class SizeExpr(str):
+    """A cost over size symbols, kept as its text (``"1024*s33"``), that does arithmetic like a number.
+
+    It is stored, serialized, compared for equality and printed as that text, so JSON, the tag store
+    and traces see plain strings. ``+ - * / //`` and unary minus with ints, floats or other
+    expressions give a new expression (an int or float when the symbols cancel): ``tag.bytes_read +
+    tag.bytes_written`` and ``sum(t.flops for t in table)`` work for static and dynamic tags alike.
+    sympy parses the text at the first arithmetic (importing it takes a quarter of a second, so
+    ``import inductor_perf`` does not). ``<``, ``>``, ``<=``, ``>=`` hold when they hold for every size
+    (sizes are positive integers), else raise TypeError naming the symbols; ``int()`` raises
+    ValueError naming them. Numbers come from :meth:`KernelTag.evaluated` or :func:`evaluate`.
+
+    >>> SizeExpr("64*s33 + 2176") + SizeExpr("128*s33")
+    '192*s33 + 2176'
+    >>> 2 * SizeExpr("1024*s33") > 0
+    True
+    """
+
+    __slots__ = ()
+
+    def _arith(self, other: Any, op: Any, reflected: bool = False) -> Any:
+        rhs = _operand(other, op)
+        lhs = _parse(self)
+        if op in (operator.truediv, operator.floordiv) and (lhs if reflected else rhs) == 0:
+            raise ZeroDivisionError(f"division of the size expression {str(self)!r} by zero")
+        return _quantity(op(rhs, lhs) if reflected else op(lhs, rhs))
+
+    def __add__(self, other: Any) -> Any:
+        return self._arith(other, operator.add)
+
+    def __radd__(self, other: Any) -> Any:
+        return self._arith(other, operator.add, True)
+
+    def __sub__(self, other: Any) -> Any:
+        return self._arith(other, operator.sub)
+
+    def __rsub__(self, other: Any) -> Any:
+        return self._arith(other, operator.sub, True)
+
+    def __mul__(self, other: Any) -> Any:
+        return self._arith(other, operator.mul)
+
+    def __rmul__(self, other: Any) -> Any:
+        return self._arith(other, operator.mul, True)
+
+    def __truediv__(self, other: Any) -> Any:
+        return self._arith(other, operator.truediv)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return self._arith(other, operator.truediv, True)
+
+    def __floordiv__(self, other: Any) -> Any:
+        return self._arith(other, operator.floordiv)
+
+    def __rfloordiv__(self, other: Any) -> Any:
+        return self._arith(other, operator.floordiv, True)
+
+    def __neg__(self) -> Any:
+        return _quantity(-_parse(self))
+
+    def __pos__(self) -> "SizeExpr":
+        return self
+
+    def _order(self, other: Any, op: Any) -> bool:
+        rhs = _operand(other, op)
+        relation = op(_as_sizes(_parse(self)), _as_sizes(rhs))
+        try:
+            return bool(relation)
+        except TypeError:  # sympy cannot decide it for every size
+            names = sorted(str(s) for s in relation.free_symbols) or ["s0"]
+            raise TypeError(
+                f"{str(self)!r} {_SYMBOL[op]} {other!s} depends on the sizes {', '.join(names)}: evaluate "
+                f"the tag first, e.g. tag.evaluated({{{names[0]!r}: 8}})") from None
+
+    def __lt__(self, other: Any) -> bool:
+        return self._order(other, operator.lt)
+
+    def __le__(self, other: Any) -> bool:
+        return self._order(other, operator.le)
+
+    def __gt__(self, other: Any) -> bool:
+        return self._order(other, operator.gt)
+
+    def __ge__(self, other: Any) -> bool:
+        return self._order(other, operator.ge)
+
+    # str's, kept: defining __lt__ and friends must not change equality or hashing (text).
+    __eq__ = str.__eq__
+    __ne__ = str.__ne__
+    __hash__ = str.__hash__
+
+    def __int__(self) -> int:
+        value = evaluate(self)  # raises ValueError naming the symbols without a value
+        return int(value)
+
+    def __float__(self) -> float:
+        return float(evaluate(self))
+
+
+_SYMBOL = {operator.add: "+", operator.sub: "-", operator.mul: "*", operator.truediv: "/",
+           operator.floordiv: "//", operator.lt: "<", operator.le: "<=", operator.gt: ">", operator.ge: ">="}
+
+
+def _operand(other: Any, op: Any) -> Any:
+    """``other`` as a sympy-ready operand, or TypeError: text is not a number (``str(x)`` to join it)."""
+    if isinstance(other, SizeExpr):
+        return _parse(other)
+    if isinstance(other, numbers.Real):  # int, float, bool, numpy scalars
+        return other
+    sympy = sys.modules.get("sympy")  # a sympy expression can only come from an imported sympy
+    if sympy is not None and isinstance(other, sympy.Basic):
+        return other
+    raise TypeError(f"unsupported operand for {_SYMBOL[op]}: size expression and {type(other).__name__} "
+                    f"({other!r}); a size expression takes numbers and other size expressions "
+                    f"(use str() to join it to text)")
+
+
+def _quantity(expr: Any) -> Any:
+    """A sympy result as a tag quantity: an int (or float) when it is a number, else a SizeExpr."""
+    if isinstance(expr, (int, float)):
+        return expr
+    if expr.is_number:
+        return float(expr) if expr.is_Float or (expr.is_Rational and not expr.is_Integer) else int(expr)
+    return SizeExpr(str(expr))
+
+
+def _as_sizes(expr: Any) -> Any:
+    """``expr`` with its symbols made integer and positive (``s0``: Dynamo's sizes) or nonnegative
+    (unbacked ``u0`` and the rest), so sympy can order an expression against a number."""
+    import sympy
+
+    if not isinstance(expr, sympy.Basic) or not expr.free_symbols:
+        return expr
+    return expr.subs({s: sympy.Symbol(s.name, integer=True, **({"positive": True} if s.name.startswith("s")
+                                                                 else {"nonnegative": True}))
+                      for s in expr.free_symbols})
+
+
+def evaluate(value: Quantity, symbols: Mapping[str, int] | None = None) -> int | float:
+    """An integer for ``value``, substituting ``symbols`` (name -> size) into expressions (a float
+    for an expression a user divided, such as ``tag.flops / 1e9``, when it is not whole).
 
     >>> evaluate("2*s0*512", {"s0": 8})
     8192
     """
-    if isinstance(value, int):
+    if isinstance(value, (int, float)):
         return value
     expr = _parse(value)
     if symbols:
         expr = expr.subs({name: int(v) for name, v in symbols.items()})
     if not expr.is_number:
         missing = sorted(str(s) for s in expr.free_symbols)
-        raise ValueError(f"cannot evaluate {value!r}: no value for symbols {missing}")
-    return int(expr)
+        raise ValueError(f"cannot evaluate {str(value)!r}: no value for symbols {missing}")
+    return float(expr) if expr.is_Float or (expr.is_Rational and not expr.is_Integer) else int(expr)
 
 
 def aten_op_name(target: str | None) -> str | None:
@@ -83,6 +227,18 @@ def aten_op_name(target: str | None) -> str | None:
     return target
 
 
+_COSTS = ("flops", "matmul_flops", "bytes_read", "bytes_written")
+
+
+def _size(value: Any) -> Any:
+    return SizeExpr(value) if type(value) is str else value
+
+
+def _plain(value: Any) -> Any:
+    """The serialized form: a SizeExpr as plain text (what JSON writers, msgspec included, expect)."""
+    return str(value) if isinstance(value, SizeExpr) else value
+
+
 @dataclass(frozen=True)
 class NodeInfo:
     """One FX node a kernel computes."""
@@ -93,19 +249,23 @@ class NodeInfo:
     original_aten: str | None
     """The aten op the node was decomposed from, when Inductor recorded one."""
     shapes: tuple[tuple[Quantity, ...], ...]
-    """Output shape(s); symbolic dimensions as strings."""
+    """Output shape(s); a symbolic dimension is a :class:`SizeExpr`."""
     dtypes: tuple[str, ...]
     module_path: str | None = None
     """Normalized nn.Module path of this node ("" for the root module)."""
     source: str | None = None
     """``file:line`` of the innermost user frame of this node."""
 
+    def __post_init__(self) -> None:
+        if any(type(d) is str for shape in self.shapes for d in shape):
+            object.__setattr__(self, "shapes", tuple(tuple(_size(d) for d in shape) for shape in self.shapes))
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "target": self.target,
             "original_aten": self.original_aten,
-            "shapes": [list(s) for s in self.shapes],
+            "shapes": [[_plain(d) for d in s] for s in self.shapes],
             "dtypes": list(self.dtypes),
             "module_path": self.module_path,
             "source": self.source,
@@ -153,6 +313,13 @@ class KernelTag:
     op: str | None = None
     """For extern kernels, the overload Inductor calls (``aten.addmm.out``)."""
 
+    def __post_init__(self) -> None:
+        # Symbolic costs (text, e.g. read back from JSON) become SizeExprs, which do arithmetic.
+        for name in _COSTS:
+            value = getattr(self, name)
+            if type(value) is str:
+                object.__setattr__(self, name, SizeExpr(value))
+
     @property
     def eager_ops(self) -> tuple[str, ...]:
         """The eager ops this kernel's FX nodes came from (``original_aten``, else the node's own
@@ -166,8 +333,7 @@ class KernelTag:
 
     @property
     def is_symbolic(self) -> bool:
-        return any(isinstance(v, str) for v in
-                   (self.flops, self.matmul_flops, self.bytes_read, self.bytes_written))
+        return any(isinstance(getattr(self, name), str) for name in _COSTS)
 
     def evaluated(self, symbols: Mapping[str, int] | None = None) -> "KernelTag":
         """A copy with every cost an int, for the given size-symbol values."""
@@ -184,6 +350,8 @@ class KernelTag:
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["nodes"] = [n.to_dict() for n in self.nodes]
+        for name in _COSTS:
+            d[name] = _plain(d[name])
         return d
 
     @classmethod

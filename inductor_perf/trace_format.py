@@ -4,18 +4,21 @@ splitting a large file into byte spans of events. The vocabulary of events is in
 from __future__ import annotations
 
 import contextlib
+import errno
+import functools
 import gc
 import gzip
 import json
 import logging
 import os
 import re
+import stat
 import tempfile
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from .errors import TraceFormatError
+from .errors import OutputError, TraceFormatError
 from .events import strict_json
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -206,16 +209,17 @@ def _encoder() -> Callable[[Any], bytes]:
     return fast
 
 
-def save_trace(trace: dict, path: str | os.PathLike, *,
+def save_trace(trace: dict, path: str | os.PathLike, *, inputs: Iterable[str | os.PathLike],
                progress: Callable[[float], None] | None = None) -> None:
-    """Write ``trace`` as strict JSON (gzip when ``path`` ends with ``.gz``), atomically.
+    """Write ``trace`` as strict JSON (gzip when ``path`` ends with ``.gz``), atomically, never onto
+    one of ``inputs`` (the files it was read from; ``()`` for none): :func:`write_atomic`.
 
     The file appears complete or not at all: we write a temporary file in the same directory and
-    ``os.replace`` it. ``progress`` (optional) receives the fraction of events written.
+    rename it. ``progress`` (optional) receives the fraction of events written.
     """
     validate_trace(trace, "trace to save")
     enc = _encoder()
-    write_atomic(path, lambda out: _write_streaming(out, trace, enc, progress))
+    write_atomic(path, lambda out: _write_streaming(out, trace, enc, progress), inputs=inputs)
 
 
 GZIP_LEVEL = 6
@@ -240,20 +244,35 @@ def gzip_trailer(crc: int, size: int) -> bytes:
     return (crc & 0xFFFFFFFF).to_bytes(4, "little") + (size & 0xFFFFFFFF).to_bytes(4, "little")
 
 
-def write_atomic(path: str | os.PathLike, write: Callable[..., None], *, with_path: bool = False,
+def write_atomic(path: str | os.PathLike, write: Callable[..., None], *,
+                 inputs: Iterable[str | os.PathLike], with_path: bool = False,
                  compress: bool | None = None) -> None:
     """Call ``write(f)`` with a binary file whose bytes become ``path`` only once ``write`` returns:
-    a temporary file beside it is fsynced and renamed. What is written is gzip-compressed when
-    ``compress`` is true, or when it is None and ``path`` ends with ``.gz``.
+    a temporary file beside the target is fsynced and renamed onto it. What is written is
+    gzip-compressed when ``compress`` is true, or when it is None and ``path`` ends with ``.gz``.
+
+    ``inputs``: the files the output is made from (``()`` for none). The output may never be one of
+    them (the same file, through a symlink or a hard link too), nor a directory, device or fifo
+    (:func:`output_target`): OutputError, before anything is written. A symlink is written through:
+    its target is replaced and the link stays. The file's mode is ``0o666`` less the umask, as
+    ``open()`` gives a new file. Every error is an OutputError naming ``path``.
 
     ``with_path``: call ``write(f, temp_path)`` instead, for a writer that has another process
-    write part of the temporary file (it must be done when ``write`` returns)."""
+    write part of the temporary file (it must be done when ``write`` returns).
+
+    >>> write_atomic("out.json", lambda f: f.write(b"{}"), inputs=["in.json"])  # doctest: +SKIP
+    """
     p = os.fspath(path)
+    target = output_target(p, inputs)
     if compress is None:
         compress = p.endswith(".gz")
-    directory = os.path.dirname(os.path.abspath(p))
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(p) + ".", suffix=".tmp")
     try:
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(target), prefix="." + os.path.basename(target) + ".",
+                                   suffix=".tmp")
+    except OSError as e:
+        raise _output_error(p, e) from None
+    try:
+        os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0o600 whatever the umask
         with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as raw:
             out = gzip_writer(raw) if compress else raw
             try:
@@ -266,11 +285,90 @@ def write_atomic(path: str | os.PathLike, write: Callable[..., None], *, with_pa
                     out.close()
             raw.flush()
             os.fsync(raw.fileno())
-        os.replace(tmp, p)
-    except BaseException:
+        os.replace(tmp, target)
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and not isinstance(e, OutputError):
+            raise _output_error(p, e, tmp) from None
         raise
+
+
+def output_target(path: str | os.PathLike, inputs: Iterable[str | os.PathLike]) -> str:
+    """The file that writing ``path`` replaces (``path`` with every symlink resolved), once it is
+    known that writing may go ahead: OutputError (one line, naming ``path``) when it is one of
+    ``inputs`` (the same file by device and inode: through symlinks, or another hard link) or when
+    it exists and is not a regular file (a directory, a device such as ``/dev/null``, a fifo). A
+    caller with long work before writing checks here first, so that the user hears it at once."""
+    p = os.fspath(path)
+    target = os.path.realpath(p)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return target  # a new file (a missing folder is reported when the file is created)
+    except OSError as e:
+        raise _output_error(p, e) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise OutputError(f"{p}: is {_file_kind(st.st_mode)}; expected the path of a regular file to write")
+    for q in inputs:
+        try:
+            sq = os.stat(q)
+        except OSError:
+            continue  # not there (any more): it cannot be the output
+        if (sq.st_dev, sq.st_ino) == (st.st_dev, st.st_ino):
+            q = os.fspath(q)
+            same = "" if os.path.abspath(q) == os.path.abspath(p) else f" {q}"
+            raise OutputError(f"{p}: this is the input file{same}; writing it would destroy the input: "
+                              "expected another output path")
+    return target
+
+
+_FILE_KINDS = {stat.S_IFDIR: "a directory", stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+               stat.S_IFIFO: "a fifo (named pipe)", stat.S_IFSOCK: "a socket"}
+
+
+def _file_kind(mode: int) -> str:
+    return _FILE_KINDS.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def _output_error(path: str, e: OSError, tmp: str | None = None) -> OutputError:
+    """An OutputError naming the user's ``path`` for ``e`` (whose message may name our temporary
+    file ``tmp``: never shown)."""
+    folder = os.path.dirname(path) or "."
+    if e.errno == errno.ENOENT and (e.filename is None or e.filename == tmp or tmp is None):
+        why = f"the folder {folder} does not exist; expected an existing folder"
+    elif e.errno == errno.ENOTDIR:
+        why = f"a part of {folder} is not a folder; expected an existing folder"
+    elif e.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        why = f"not allowed to write in the folder {folder} ({e.strerror})"
+    elif e.filename is not None and e.filename not in (tmp, path):
+        why = str(e)
+    else:
+        why = e.strerror or str(e)
+    return OutputError(f"{path}: could not write it: {why}")
+
+
+def umask() -> int:
+    """The process's umask, which ``open()`` applies to the mode of the files it creates."""
+    try:
+        # Linux 4.7+ shows it; os.umask can only read it by setting it (see _umask_once)
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return _umask_once()
+
+
+@functools.lru_cache(maxsize=1)
+def _umask_once() -> int:
+    """The umask read by setting it and setting it back. That is process-wide: a file another thread
+    creates in between gets the temporary value. So it is done once, and a later change of the
+    umask is not seen (only where /proc/self/status does not show it)."""
+    old = os.umask(0o022)
+    os.umask(old)
+    return old
 
 
 def _write_streaming(out: Any, trace: dict, enc: Callable[[Any], bytes],
@@ -396,7 +494,6 @@ def _map_plain_file(path: str) -> Any:
     """A read-only map of ``path`` when it is a non-empty regular file that is not gzipped, else None
     (the caller then reads it, which also reports what is wrong with it)."""
     import mmap
-    import stat
 
     try:
         with open(path, "rb") as f:

@@ -61,7 +61,7 @@ def _gpu_rejoin(case: Path, dst: Path) -> None:
         graphs = {g["instance_id"]: GraphTags.from_dict(g) for g in json.load(f)}
     costs, _ = costs_from_tags(trace, graphs.get)
     new, _ = augment_trace(trace, costs, lookup_device("NVIDIA H100 80GB HBM3"))
-    tf.save_trace(new, str(dst))
+    tf.save_trace(new, str(dst), inputs=[str(case)])
 
 
 def make(outdir: Path, events: int) -> None:

@@ -347,8 +347,8 @@ def compare(model: Any, example_inputs: Any, *, backward: bool = True, steps: in
     if trace_dir is not None:
         d = os.fspath(trace_dir)
         os.makedirs(d, exist_ok=True)
-        tf.save_trace(runs.eager_trace, os.path.join(d, "eager.trace.json.gz"))
-        tf.save_trace(compiled_trace, os.path.join(d, "compiled.trace.json.gz"))
+        tf.save_trace(runs.eager_trace, os.path.join(d, "eager.trace.json.gz"), inputs=())
+        tf.save_trace(compiled_trace, os.path.join(d, "compiled.trace.json.gz"), inputs=())
     return result
 
 

@@ -73,7 +73,16 @@ def costed_units(trace: Mapping[str, Any], kernels: bool = True) -> tuple[TraceU
     note = None
     if isinstance(trace, dict):
         trace, note = with_costs(trace, device_from_trace(trace)[0])
-    return trace_units(trace, kernels=kernels), note
+    skipped: dict[str, int] = {}
+    units = trace_units(trace, kernels=kernels, skipped=skipped)
+    return units, _with_bad_time(note, skipped.get(evs.BAD_TIME, 0))
+
+
+def _with_bad_time(note: str | None, bad: int) -> str | None:
+    """A side's note, with the count of events skipped for their times (:func:`events.bad_time_note`)."""
+    if not bad:
+        return note
+    return evs.bad_time_note(bad) if note is None else f"{note}; {evs.bad_time_note(bad)}"
 
 
 def _large(path: str) -> bool:
@@ -113,7 +122,7 @@ def _stream(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None]:
             # the summary's fused loop: the cost join sees every event, _Kept what units read
             i = _read_batch(batch, i, join, kept, routes, windows)
         batch = None  # the last window, freed before the costs are placed
-        note = _place_costs(join, kept, i, windows.header or {})
+        note = _with_bad_time(_place_costs(join, kept, i, windows.header or {}), kept.bad_time)
         launches, by_ext = _launch_places(join, kept.device)
         del join
         # still without the cyclic GC: cutting units makes an object or more per host event, and
@@ -168,6 +177,8 @@ class _Kept:
 
         self.host: list[tuple[int, dict, float, float]] = []
         self.device: list[Device] = []
+        self.bad_time = 0
+        """Complete events skipped for their times (:func:`events.event_time`), of any category."""
         self.costed = False
         self._unit, self._cats, self._kinds = UNIT, {}, {}
         self.used, self.w0, self.w1 = 0, float("inf"), float("-inf")  # what the loop adds up (unread here)
@@ -194,9 +205,13 @@ class _Kept:
     def add(self, i: int, ev: dict) -> None:
         """Complete event ``i`` whose fields are not all plain: kept when a side reads it."""
         self.add_other(ev)  # its cost marks
+        t = evs.event_time(ev.get("ts"), ev.get("dur"))
+        if t is None:
+            self.bad_time += 1
+            return
         cat = ev.get("cat")
         if type(cat) is str and self._classify(cat):
-            _slim(self, i, ev, cat, self._kinds[cat])
+            _slim(self, i, ev, cat, self._kinds[cat], t)
 
     def add_other(self, ev: Any) -> None:
         """Any other event: only its cost marks are read."""
@@ -205,27 +220,24 @@ class _Kept:
             self.costed = True
 
 
-def _slim(kept: _Kept, i: int, ev: dict, cat: str, kind: int) -> None:
-    """Keep complete event ``i`` (category ``cat`` of kind ``kind``) in ``kept`` when a side reads it,
-    as :class:`kernels.SideEvents` reads a loaded trace's: a host or device event needs a name and a finite
-    start (:func:`events.complete_events`), a device event a duration. The slim host event keeps the
-    name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`; a device event is kept
-    as a :data:`kernels.Device` (the args of :data:`kernels.DEVICE_ARGS`)."""
-    ts = evs.number(ev.get("ts"))
-    if ts is None:
-        return
-    args = evs.event_args(ev)
+def _slim(kept: _Kept, i: int, ev: dict, cat: str, kind: int, time: tuple[float, float]) -> None:
+    """Keep complete event ``i`` (category ``cat`` of kind ``kind``, times ``time`` from
+    :func:`events.event_time`) in ``kept`` when a side reads it, as :class:`kernels.SideEvents` reads a
+    loaded trace's: a host or device event needs a name, a device event a duration. The slim host
+    event keeps the name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`; a device
+    event is kept as a :data:`kernels.Device` (the args of :data:`kernels.DEVICE_ARGS`)."""
     name = ev.get("name")
     if not isinstance(name, str):
         return
-    dur = evs.number(ev.get("dur"))
-    dur = dur if dur is not None else 0.0
+    args = evs.event_args(ev)
+    ts, dur = time
     if kind == HOST_EVENT:
         slim = {"name": name, "cat": cat, "pid": ev.get("pid"), "tid": ev.get("tid"),
                 "args": {k: args[k] for k in UNIT_ARGS if k in args} or _NO_ARGS}
         kept.host.append((i, slim, ts, dur))
     elif dur > 0:
-        kept.device.append((i, name, ts, dur, args.get("correlation"), args.get("External id"), _device_args(args)))
+        kept.device.append((i, intern(name), ts, dur, args.get("correlation"), args.get("External id"),
+                            _device_args(args)))
 
 
 def _device_args(args: dict) -> dict:

@@ -385,16 +385,18 @@ def _keep_in_steps(items: list[Unit], windows: list[tuple[float, float]],
 
 
 def trace_units(trace: Mapping[str, Any], *, kernel_info: Callable[[int], dict[str, Any] | None] | None = None,
-                kernels: bool = True) -> TraceUnits:
+                kernels: bool = True, skipped: dict[str, int] | None = None) -> TraceUnits:
     """Cut a Kineto trace into :class:`Unit` s (pure).
 
     ``kernel_info(event_index)`` may supply ``module``, ``source``, ``ops``, ``kernel``, ``also_modules``
     for compiled kernel events (what :func:`compare` knows from the tags); otherwise they come from
     the events' args (``module_path``, ``source``, ``eager_ops``). ``kernels=False``: without the
-    kernels (:func:`units_from_events`).
+    kernels (:func:`units_from_events`). ``skipped``: where :func:`events.complete_events` counts the
+    events skipped for their times.
     """
     tf.validate_trace(dict(trace))
-    return units_from_events(evs.complete_events(dict(trace)), kernel_info=kernel_info, kernels=kernels)
+    return units_from_events(evs.complete_events(dict(trace), skipped=skipped), kernel_info=kernel_info,
+                             kernels=kernels)
 
 
 def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,

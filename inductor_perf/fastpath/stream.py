@@ -121,7 +121,8 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: "Pro
         output = _Output(raw, starts, ends, mid, costs, device, astats, worker, show, clock, dst.endswith(".gz"),
                          held=[join], labels=labels, hints=hints)
         del join, hints
-        tf.write_atomic(dst, output.write, with_path=True, compress=False)  # write() compresses .gz itself
+        # write() compresses .gz itself
+        tf.write_atomic(dst, output.write, inputs=[src], with_path=True, compress=False)
         clock.mark("renamed")
         worker = output.worker
         if worker is not None:

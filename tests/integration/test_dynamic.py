@@ -38,6 +38,79 @@ print("JSON:" + json.dumps(out))
 """
 
 
+# README.md's loop over kernel_table(), verbatim, on a model compiled with dynamic=True (a fresh
+# process: kernel_table() holds every graph this process compiled). The model lives in a file, so
+# its frames have a source line.
+README_MODEL = """
+import torch
+import torch.nn.functional as F
+class M(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(16, 32)
+        self.fc2 = torch.nn.Linear(32, 8)
+    def forward(self, x):
+        return self.fc2(F.gelu(self.fc1(x)))
+"""
+README_CHILD = r"""
+import contextlib, io, json, sys, torch
+import inductor_perf
+sys.path.insert(0, MODEL_DIR)
+from readme_model import M
+torch.manual_seed(0)
+c = torch.compile(M(), backend="inductor_perf", dynamic=True)
+with torch.no_grad():
+    c(torch.randn(4, 16))
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    for tag in inductor_perf.kernel_table():
+        print(tag.kernel_name, tag.flops, tag.bytes_read + tag.bytes_written, tag.module_path, tag.source)
+table = inductor_perf.kernel_table()
+(sym,) = inductor_perf.graph_table()[0].symbol_locators
+total = sum(t.flops for t in table)
+print("JSON:" + json.dumps({
+    "lines": out.getvalue().splitlines(), "symbol": sym, "total": str(total),
+    "doubled": [str(2 * t.flops) for t in table], "plus_one": [str(t.flops + 1) for t in table],
+    "at_8": [[t.evaluated({sym: 8}).flops, t.evaluated({sym: 8}).bytes_read + t.evaluated({sym: 8}).bytes_written]
+             for t in table],
+    "total_at_8": inductor_perf.tags.evaluate(total, {sym: 8}),
+}))
+"""
+
+
+@pytest.fixture(scope="module")
+def readme_run(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("readme_model")
+    (folder / "readme_model.py").write_text(README_MODEL)
+    return folder / "readme_model.py", start_child(README_CHILD.replace("MODEL_DIR", repr(str(folder))))
+
+
+def test_readme_loop_under_dynamic_shapes(readme_run) -> None:
+    """The loop prints an expression for each kernel's FLOPs and for its bytes read + written (it
+    joined the two strings before, and failed where one was a number)."""
+    path, child = readme_run
+    r = finish_child(child)
+    s = r["symbol"]
+    line = next(i for i, text in enumerate(README_MODEL.splitlines(), 1) if "self.fc2(F.gelu" in text)
+    src = f"{path}:{line}"
+    # batch s; fc1 = Linear(16, 32), fc2 = Linear(32, 8), float32 (4 B)
+    assert r["lines"] == [
+        # 2·16·32·s FLOPs; reads x 16·4·s + W 16·32·4 + b 32·4, writes 32·4·s: 192·s + 2176 B
+        f"extern_kernels.addmm 1024*{s} 192*{s} + 2176 fc1 {src}",
+        # GELU (erf form) is 5 pointwise ops (x·0.5, x·2^-1/2, erf, +1, ·) on 32·s elements;
+        # reads and writes 32·4·s B
+        f"cpp_fused_gelu_0 160*{s} 256*{s}  {src}",
+        # 2·32·8·s FLOPs; reads x 32·4·s + W 32·8·4 + b 8·4, writes 8·4·s: 160·s + 1056 B
+        f"extern_kernels.addmm 512*{s} 160*{s} + 1056 fc2 {src}",
+    ]
+    assert r["total"] == f"1696*{s}"  # 1024 + 160 + 512
+    assert r["doubled"] == [f"2048*{s}", f"320*{s}", f"1024*{s}"]
+    assert r["plus_one"] == [f"1024*{s} + 1", f"160*{s} + 1", f"512*{s} + 1"]
+    # at batch 8: 8192 FLOPs, 192·8 + 2176 B; 1280, 2048; 4096, 160·8 + 1056
+    assert r["at_8"] == [[8192, 3712], [1280, 2048], [4096, 2336]]
+    assert r["total_at_8"] == 13568
+
+
 @pytest.fixture(scope="module")
 def counter_runs(tmp_path_factory):
     procs = {}

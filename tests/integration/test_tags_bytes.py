@@ -88,3 +88,46 @@ def test_extern_mm_bytes_and_flops() -> None:
     # inputs 256·512 + 512·768 floats, output 256·768 floats
     assert _rw(k) == ((256 * 512 + 512 * 768) * FP32, 256 * 768 * FP32) == (2_097_152, 786_432)
     assert evaluate(k.matmul_flops) == 201_326_592  # INTEROP.md reference, = 2·256·512·768
+
+
+def _externs(kernels) -> list[tuple[str | None, int, int]]:
+    return [(k.op, *_rw(k)) for k in kernels if k.kind == "extern"]
+
+
+def test_scatter_reduce_extern_reads_index_and_source_writes_what_it_scatters() -> None:
+    """ScatterFallback: Inductor calls the in-place scatter_reduce_ on a buffer the graph has as the
+    functional scatter_reduce (the tag once fell back to the IR node's size: written 0)."""
+    def f(x, idx):
+        return x.new_zeros(4, 16).scatter_reduce(0, idx, x * 2, reduce="amax", include_self=False)
+
+    run, kernels = _single_graph(f, torch.randn(8, 16), torch.randint(0, 4, (8, 16)))
+    # read index 8·16·8 = 1024 + source 8·16·4 = 512 + the 128 floats it updates (amax accumulates)
+    # 512; write 128·4 = 512
+    assert _externs(kernels) == [("aten.scatter_reduce_.two", 2048, 512)]
+    ext = next(k for k in kernels if k.kind == "extern")
+    assert [n.target for n in ext.nodes] == ["aten.scatter_reduce.two"]  # the op, not its neighbours
+
+
+def test_index_put_accumulate_extern() -> None:
+    """IndexPutFallback (int64 values: no atomic add); the tag once read all of self and every input
+    and wrote all of self."""
+    def f(x, idx):
+        return x.new_zeros(4, 16).index_put((idx,), x * 2, accumulate=True)
+
+    run, kernels = _single_graph(f, torch.randint(0, 9, (8, 16)), torch.randint(0, 4, (8,)))
+    # read indices 8·8 = 64 + values 8·16·8 = 1024 + the 128 int64 it adds to 1024; write 128·8
+    assert _externs(kernels) == [("aten.index_put_.default", 2112, 1024)]
+
+
+def test_int32_sum_reads_int32_writes_int64() -> None:
+    """torch.sum of int32 gives int64. Inductor's C++ kernel takes ``const int32_t*`` and converts in
+    registers (``at::vec::convert<int64_t,2,int32_t,1>``, TORCH_LOGS=output_code, torch 2.13): it
+    reads 4 B per element, unlike eager, whose reduction reads an int64 copy (docs/costs.md)."""
+    def f(x):
+        return x.sum(dim=1)
+
+    run, kernels = _single_graph(f, torch.randint(0, 10, (1024, 256), dtype=torch.int32))
+    assert run.output.dtype == torch.int64 and len(kernels) == 1
+    # read 1024·256·4 = 1,048,576; write 1024·8 = 8,192
+    assert _rw(kernels[0]) == (1_048_576, 8_192)
+    assert evaluate(kernels[0].flops) == 1024 * 256

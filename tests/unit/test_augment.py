@@ -91,12 +91,15 @@ def test_unknown_dtype_peak_leaves_flops_pct_out():
     assert a[evs.ACHIEVED_BANDWIDTH_PCT] == pytest.approx(8 / 10 / 1e3 / 1000 * 100)
 
 
-def test_nonpositive_and_missing_dur():
-    new, stats = augment_trace(small_trace(), {2: COST, 3: COST}, None)
-    for i in (2, 3):
-        a = new["traceEvents"][i]["args"]
-        assert evs.ACHIEVED_TFLOPS not in a and a[evs.KERNEL_FLOP] == 2_000_000
-    assert stats.nonpositive_dur == 2
+def test_zero_dur_and_missing_dur():
+    trace = small_trace()
+    new, stats = augment_trace(trace, {2: COST, 3: COST}, None)
+    a = new["traceEvents"][2]["args"]  # dur 0: costed, no rate
+    assert evs.ACHIEVED_TFLOPS not in a and a[evs.KERNEL_FLOP] == 2_000_000
+    assert stats.nonpositive_dur == 1
+    # no dur: skipped and counted, as every command skips an event whose times are not numbers
+    assert new["traceEvents"][3] is trace["traceEvents"][3] and stats.bad_time == 1
+    assert stats.events_augmented == 1
 
 
 def test_triton_cost_has_no_read_write_split():

@@ -77,7 +77,7 @@ def test_refuses_to_overwrite_input(tmp_path, capsys):
     src = copy_fixture(tmp_path, "upstream_example.json")
     h = sha(src)
     rc, lines = run(["augment", str(src), "-o", str(src)], capsys)
-    assert rc == 1 and "must not be the input" in lines[0] and sha(src) == h
+    assert rc == 1 and "is the input file" in lines[0] and sha(src) == h
 
 
 def test_missing_file(tmp_path, capsys):
@@ -114,7 +114,9 @@ def test_hostile_events_give_counts(tmp_path, capsys):
     for fragment in ("1 NaN/Infinity values written as null", "1 ops with unknown dtypes (c10::Mystery)",
                      "2 device kernels without a launching op", "1 duplicate External ids",
                      "1 costed events with dur <= 0", "unknown device 'Imaginary GPU 9000'",
-                     "2 ops without recorded shapes"):  # the arg-less aten::mm and aten::relu
+                     "1 ops without recorded shapes",  # the arg-less aten::relu
+                     # the aten::mm whose dur is NaN (null once written): skipped, not an op to cost
+                     "1 events skipped: ts/dur not a finite non-negative number"):
         assert fragment in line, fragment
     # 2 kernels: the orphan, and the addmm kernel whose External id 1619 is now ambiguous (aten::relu
     # has it too) and which has no correlation to disambiguate: its cost falls back to the CPU op.

@@ -201,6 +201,41 @@ def test_real_cpu_trace_counts_each_op_once():
     assert stats.ops_costed == 10
 
 
+def test_cpu_int32_sum_counts_its_conversion_its_fill_and_its_reduction():
+    """x.sum(dim=1) of an int32 [1024, 256] tensor, recorded eagerly on CPU (torch 2.13,
+    record_shapes; names, args, start and duration in µs as recorded): torch converts x to int64
+    (aten::to > _to_copy > copy_), fills the output, and reduces the int64 copy in aten::sum itself.
+    The reduction's cost was shadowed by the copy_ and fill_ inside it, losing its 262,144 FLOPs."""
+    recorded = [
+        ("aten::sum", 0.0, 23959.1, [[1024, 256], [], [], []], ["int", "ScalarList", "Scalar", ""],
+         ["", "[1]", "False", ""]),
+        ("aten::as_strided", 64.6, 10.9, [[1024], [], [], []], ["long int", "ScalarList", "ScalarList", ""],
+         ["", "[1024, 1]", "[1, 0]", ""]),
+        ("aten::to", 88.7, 14001.2, [[1024, 256], [], [], [], []], ["int", "Scalar", "Scalar", "Scalar", ""],
+         ["", "4", "False", "False", ""]),
+        ("aten::_to_copy", 102.8, 13984.9, [[1024, 256], [], [], [], [], [], []],
+         ["int", "Scalar", "", "", "", "Scalar", ""], ["", "4", "", "", "", "False", ""]),
+        ("aten::empty_strided", 118.3, 14.0, [[], [], [], [], [], []],
+         ["ScalarList", "ScalarList", "Scalar", "Scalar", "", "Scalar"], ["[1024, 256]", "[256, 1]", "4", "0", "", "False"]),
+        ("aten::copy_", 145.8, 13933.0, [[1024, 256], [1024, 256], []], ["long int", "int", "Scalar"],
+         ["", "", "False"]),
+        ("aten::fill_", 14145.4, 13.4, [[1024, 1], []], ["long int", "Scalar"], ["", "0."]),
+    ]
+    trace = {"traceEvents": [ev(n, d, t, c, ts=ts, dur=dur) for n, ts, dur, d, t, c in recorded]}
+    costs, stats = oc.costs_from_shapes(trace)
+    got = {trace["traceEvents"][i]["name"]: (c.flops, c.bytes_read, c.bytes_written) for i, c in costs.items()}
+    n = 1024 * 256
+    assert got == {
+        # the reduction: 1 FLOP per element, reads the int64 copy (8 B each), writes 1024 int64
+        "aten::sum": (n, n * 8, 1024 * 8),
+        # the conversion: reads x (4 B each), writes the int64 copy
+        "aten::copy_": (0, n * 4, n * 8),
+        # the output's zero fill
+        "aten::fill_": (0, 0, 1024 * 8),
+    }
+    assert stats.ops_costed == 3
+
+
 def gpu_trace(*, link="both", dup=False):
     """A GPU-shaped trace: aten::linear > aten::addmm > cudaLaunchKernel -> 2 kernels."""
     ext = 5

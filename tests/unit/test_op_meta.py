@@ -66,6 +66,47 @@ def test_reduction_counts_its_input():
     assert (c.flops, c.bytes_read, c.bytes_written) == (5 * 128, 5 * 128 * 4, 128 * 4)
 
 
+@pytest.mark.parametrize("name, types, concrete, read_itemsize, out_itemsize", [
+    # int32 -> int64: torch converts the input first (its own aten::to) and reduces the copy
+    ("aten::sum", ["int", "ScalarList", "Scalar", ""], ["", "[1]", "False", ""], 8, 8),
+    ("aten::sum", ["bool", "ScalarList", "Scalar", ""], ["", "[1]", "False", ""], 8, 8),
+    ("aten::sum", ["int", "ScalarList", "Scalar", "Scalar"], ["", "[1]", "False", "3"], 4, 4),  # dtype=int32
+    ("aten::sum", ["float", "ScalarList", "Scalar", "Scalar"], ["", "[1]", "False", "7"], 8, 8),  # dtype=float64
+    ("aten::sum", ["float", "ScalarList", "Scalar", ""], ["", "[1]", "False", ""], 4, 4),
+    # bfloat16 -> float32: CUDA's kernel reads the bfloat16 input as is
+    ("aten::sum", ["c10::BFloat16", "ScalarList", "Scalar", "Scalar"], ["", "[1]", "False", "6"], 2, 4),
+    ("aten::prod", ["int", "Scalar", "Scalar", ""], ["", "1", "False", ""], 8, 8),
+])
+def test_reduction_reads_the_converted_copy_of_its_input(name, types, concrete, read_itemsize, out_itemsize):
+    """Records as torch 2.13 writes them for x.sum(1) / x.prod(1) of a [1024, 256] tensor."""
+    c = cost(name, [[1024, 256], [], [], []], types, concrete)
+    assert (c.flops, c.bytes_read, c.bytes_written) == (1024 * 256, 1024 * 256 * read_itemsize, 1024 * out_itemsize)
+
+
+def test_cumsum_of_int32_reads_and_writes_int64():
+    c = cost("aten::cumsum", [[1024, 256], [], []], ["int", "Scalar", ""], ["", "1", ""])
+    assert (c.flops, c.bytes_read, c.bytes_written) == (1024 * 256, 1024 * 256 * 8, 1024 * 256 * 8)
+
+
+def test_real_trace_int32_sum_kernels_read_int64():
+    """On the shared A100 trace, each int32 aten::sum launches ``reduce_kernel<..., ReduceOp<long,
+    ... sum_functor<long, long, long> ...>>``: the CUDA kernel reduces int64 elements (torch converted
+    the input first, in its own aten::copy_ kernel). Its cost reads 8 B per element, 1 FLOP each."""
+    path = TRACES / "a100_ranks8_r3_control.json.gz"
+    if not path.exists():
+        pytest.skip(f"{path} absent (the shared real traces are not checked in)")
+    trace = load_trace(str(path))
+    events = trace["traceEvents"]
+    join = CostJoin(load=events.__getitem__)
+    for i, ev in enumerate(events):
+        if isinstance(ev, dict):
+            join.add(i, ev)
+    costs, _stats = join.finish(len(events))
+    sums = [c for i, c in costs.items() if "sum_functor<long, long, long>" in events[i].get("name", "")]
+    assert len(sums) == 42  # 18 + 18 + 6 of them, by their three sizes
+    assert all(c.bytes_read == 8 * c.flops and c.bytes_written == 8 for c in sums)
+
+
 def test_reduction_with_unrecorded_dim_is_a_lower_bound():
     # a100's record: sum.dim_IntList(self [1024, 40] float, dim ?, keepdim ?, dtype ?). The dims decide
     # the output: [40] (dim 0), [1024] (dim 1) or one element (both, or [] = all), keepdim or not.

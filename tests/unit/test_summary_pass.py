@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 
+from inductor_perf import events as evs
 from inductor_perf import summary_stream
 from inductor_perf.op_costs import CostJoin
 from inductor_perf.summary_windows import Windows, mapped_text
@@ -143,7 +144,11 @@ def _odd_events() -> list:
                    {"cat": "gpu_user_annotation"}, {"cat": "Trace"}, {"args": {"correlation": "5"}},
                    {"args": {"correlation": [5]}}, {"name": "nccl:all_reduce_ccl_kernel"},
                    # ints past 64 bits: orjson reads them as floats, msgspec as ints
-                   {"pid": 2 ** 70}, {"tid": -(2 ** 64)}, {"ts": 2 ** 70}, {"dur": 2 ** 64}, {"name": 2 ** 65}):
+                   {"pid": 2 ** 70}, {"tid": -(2 ** 64)}, {"ts": 2 ** 70}, {"dur": 2 ** 64}, {"name": 2 ** 65},
+                   # times at and past events.event_time's bounds, negative zero, numeric strings
+                   {"dur": 1e300}, {"ts": 1e300}, {"ts": -1.0}, {"ts": -0.0}, {"dur": -0.0}, {"dur": "10"},
+                   {"ts": evs.TS_MAX_US}, {"ts": evs.TS_MAX_US * (1 + 1e-15)}, {"ts": 10 ** 16},
+                   {"dur": evs.DUR_MAX_US}, {"dur": evs.DUR_MAX_US + 1.0}, {"dur": 7 * 86_400 * 10 ** 6 + 1}):
         for base in (k, r, op):
             out.append({**base, **change})
     for drop in ("ts", "dur", "args", "name", "cat", "pid"):
@@ -182,6 +187,10 @@ def test_odd_events_same_state(tmp_path):
     got = _assert_same(p)
     assert got["pass"]["costed"] is True
     assert dict(got["pass"]["skipped"]), "odd events skipped, as the methods skip them"
+    # every event with bad times counted by both, whatever its category: 16 of the changes (8 before the
+    # bounds' own, 8 of those) on each of 3 events, the 2 with ts or dur dropped and {"ph": "X"}, 20 times
+    bad = dict(got["pass"]["skipped"])[evs.BAD_TIME]
+    assert bad == dict(got["join"]["stats"])["bad_time"] == ("int", 20 * (3 * 16 + 2 + 1))
     assert 0 < got["enveloped"] < got["windows"], "a window with an element that is not an object is read by orjson"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -81,6 +82,96 @@ def test_graph_tags_round_trip_and_symbol_values() -> None:
     assert g.symbol_values([9, x]) == {"s0": 5, "s1": 9, "s2": 7}
     # a locator that does not fit the inputs is left out rather than raising
     assert g.symbol_values([9]) == {"s1": 9}
+
+
+# --- arithmetic on costs ----------------------------------------------------------------------------
+def _static(**kw) -> KernelTag:
+    return _tag(flops=100, matmul_flops=64, bytes_read=48, bytes_written=16, **kw)
+
+
+def test_readme_arithmetic_on_symbolic_and_static_tags() -> None:
+    tag, static = _tag(), _static()
+    # 128·s0 + 8448 read, 256·s0 written
+    assert str(tag.bytes_read + tag.bytes_written) == "384*s0 + 8448"
+    assert static.bytes_read + static.bytes_written == 64
+    assert str(tag.flops + 1) == "4096*s0 + 1" and static.flops + 1 == 101
+    assert str(2 * tag.flops) == "8192*s0" and str(tag.flops * 2) == "8192*s0"
+    assert tag.flops - tag.matmul_flops == 0 and type(tag.flops - tag.matmul_flops) is int  # symbols cancel
+    assert str(sum(t.flops for t in (tag, static, tag))) == "8192*s0 + 100"
+    assert sum(t.flops for t in (static, static)) == 200
+    assert str(tag.bytes_written / 2) == "128*s0" and str(tag.bytes_written // 3) == "floor(256*s0/3)"
+    assert str(-tag.flops) == "-4096*s0"
+    # the numbers of an expression a user built: 384·8 + 8448
+    assert evaluate(tag.bytes_read + tag.bytes_written, {"s0": 8}) == 11520
+    assert evaluate(tag.bytes_written / 3, {"s0": 3}) == 256  # 256·3 / 3
+    assert evaluate(tag.bytes_written / 3, {"s0": 1}) == pytest.approx(256 / 3)
+
+
+def test_symbolic_costs_print_and_serialize_as_their_text() -> None:
+    import msgspec
+    import orjson
+
+    tag = _tag()
+    assert str(tag.flops) == "4096*s0" and type(str(tag.flops)) is str
+    assert f"{tag.flops}" == "4096*s0" and "%s" % tag.flops == "4096*s0"
+    d = tag.to_dict()
+    for name in ("flops", "matmul_flops", "bytes_read", "bytes_written"):
+        assert type(d[name]) is str  # what every JSON writer takes (msgspec refuses str subclasses)
+    assert type(d["nodes"][0]["shapes"][0][0]) is str
+    assert json.loads(json.dumps(d)) == json.loads(orjson.dumps(d)) == json.loads(msgspec.json.encode(d))
+    assert json.loads(json.dumps(d))["bytes_read"] == "128*s0 + 8448"
+    back = KernelTag.from_dict(json.loads(json.dumps(d)))
+    assert back == tag and hash(back) == hash(tag)
+    assert str(back.bytes_read + back.bytes_written) == "384*s0 + 8448"
+    assert tag.flops == "4096*s0" and tag.flops != 4096  # equality is the text's
+
+
+def test_symbolic_costs_compare_when_every_size_agrees() -> None:
+    tag = _tag()
+    assert tag.flops > 0 and 0 < tag.flops and tag.flops >= tag.matmul_flops
+    assert tag.bytes_read + 1 > tag.bytes_read  # for every size
+    with pytest.raises(TypeError, match=r"s0.*evaluated\(\{'s0'"):
+        _ = tag.flops > 10**6  # 4096·s0 > 10^6 from s0 = 245 on: no answer without a size
+    static = _static()  # 100 FLOPs < 4096·s0 for every size s0 >= 1
+    assert sorted([tag, static], key=lambda t: t.flops) == [static, tag]
+    with pytest.raises(TypeError, match="s0"):  # 10^6 against 4096·s0: depends on s0
+        sorted([tag, _tag(flops=10**6)], key=lambda t: t.flops)
+
+
+def test_symbolic_costs_refuse_text_and_int() -> None:
+    tag = _tag()
+    with pytest.raises(TypeError, match="str"):
+        _ = tag.flops + " FLOPs"
+    with pytest.raises(TypeError, match="str"):
+        _ = "FLOPs: " + tag.flops
+    with pytest.raises(ValueError, match="s0"):
+        int(tag.flops)
+    with pytest.raises(ZeroDivisionError):
+        _ = tag.flops / 0
+    assert int(tag.evaluated({"s0": 2}).flops) == 8192
+
+
+def test_symbolic_tags_stay_lean() -> None:
+    """Reading, printing and serializing symbolic tags does not import sympy (a quarter of a
+    second); arithmetic does, on first use."""
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from inductor_perf.tags import KernelTag\n"
+        "d = {'graph_id': 0, 'is_backward': False, 'kernel_name': 'k', 'kind': 'generated', "
+        "'call_index': 0, 'nodes': [], 'flops': '2*s0', 'matmul_flops': 0, 'bytes_read': '8*s0', "
+        "'bytes_written': '4*s0', 'source': None, 'stack_trace': None, 'module_path': None, "
+        "'profiler_name': 'k'}\n"
+        "t = KernelTag.from_dict(d)\n"
+        "json.dumps(t.to_dict()); str(t.flops); t.is_symbolic\n"
+        "before = 'sympy' in sys.modules\n"
+        "total = t.bytes_read + t.bytes_written\n"
+        "print(before, 'sympy' in sys.modules, total)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["False", "True", "12*s0"], out.stderr[-2000:]
 
 
 # --- module paths and frames --------------------------------------------------------------------
@@ -260,3 +351,61 @@ def test_module_paths_from_the_stack_are_the_models_own():
         assert got.frame_module == "block.1"
         assert got.names[str(id(model.block))] == "block" and got.names[str(id(model))] == ""
     assert module_paths.from_stack() is None  # no module called: nothing to name
+
+
+# --- the tag cache key ----------------------------------------------------------------------------
+def _package_copy(tmp_path):
+    import shutil
+
+    import inductor_perf
+
+    src = os.path.dirname(inductor_perf.__file__)
+    dst = tmp_path / "inductor_perf"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__"))
+    return dst
+
+
+def test_tag_cache_key_derives_the_modules_that_decide_a_tag(tmp_path) -> None:
+    from inductor_perf.tag_store import tag_sources
+
+    pkg = _package_copy(tmp_path)
+    files = set(tag_sources(str(pkg)))
+    # kernel_io.py (every generated kernel's bytes) was missing from the hand-kept list
+    assert {"kernel_io.py", "costs.py", "module_paths.py", "tagging.py", "tags.py", "tag_store.py",
+            "backend.py"} <= files
+    assert "report.py" not in files and "__init__.py" not in files  # not every stage
+    # a module tagging starts to import is followed, also when imported inside a function
+    (pkg / "new_rule.py").write_text("X = 1\n")
+    with open(pkg / "kernel_io.py", "a") as f:
+        f.write("\n\ndef _later():\n    from .new_rule import X\n    return X\n")
+    assert "new_rule.py" in tag_sources(str(pkg))
+
+
+@pytest.mark.parametrize("name", ["kernel_io.py", "costs.py", "module_paths.py", "tagging.py", "tags.py"])
+def test_tag_cache_key_changes_with_one_byte(tmp_path, name: str) -> None:
+    from inductor_perf.tag_store import code_hash
+
+    pkg = _package_copy(tmp_path)
+    before = code_hash(str(pkg))
+    path = pkg / name
+    data = bytearray(path.read_bytes())
+    data[-1:] = b" " if data[-1:] != b" " else b"\n"  # one byte at the end of the file
+    path.write_bytes(bytes(data))
+    assert code_hash(str(pkg)) != before
+
+
+def test_tag_cache_key_changes_with_the_version(tmp_path) -> None:
+    from inductor_perf.tag_store import code_hash
+
+    pkg = _package_copy(tmp_path)
+    before = code_hash(str(pkg))
+    init = pkg / "__init__.py"
+    init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9'))
+    assert code_hash(str(pkg)) != before
+
+
+def test_tag_cache_key_of_this_checkout_is_its_code_hash() -> None:
+    import inductor_perf
+    from inductor_perf.tag_store import code_hash, tag_code_hash
+
+    assert tag_code_hash() == code_hash(os.path.dirname(inductor_perf.__file__))

@@ -39,7 +39,7 @@ def test_roundtrip_json_and_gz(tmp_path, backend):
     trace = {"schemaVersion": 1, "traceEvents": EVENTS, "big": 2**70, "text": "µs ✓"}
     for name in ("t.json", "t.json.gz"):
         p = tmp_path / name
-        tf.save_trace(trace, p)
+        tf.save_trace(trace, p, inputs=())
         raw = p.read_bytes()
         assert (raw[:2] == b"\x1f\x8b") == name.endswith(".gz")
         assert tf.load_trace(p) == trace
@@ -61,13 +61,13 @@ def test_nan_infinity_accepted_counted_and_written_as_null(tmp_path, backend):
     ev = loaded.trace["traceEvents"][0]
     assert ev["ts"] is None and ev["dur"] is None and ev["args"]["x"] is None
     out = tmp_path / "out.json"
-    tf.save_trace(loaded.trace, out)
+    tf.save_trace(loaded.trace, out, inputs=[p])
     assert strict_loads(out.read_bytes())["traceEvents"][0]["dur"] is None
 
 
 def test_in_memory_non_finite_written_as_null(tmp_path, backend):
     out = tmp_path / "o.json"
-    tf.save_trace({"traceEvents": [{"dur": math.nan, "args": {"v": [math.inf, 1.0]}}]}, out)
+    tf.save_trace({"traceEvents": [{"dur": math.nan, "args": {"v": [math.inf, 1.0]}}]}, out, inputs=())
     data = strict_loads(out.read_bytes())
     assert data["traceEvents"][0] == {"dur": None, "args": {"v": [None, 1.0]}}
 
@@ -139,7 +139,7 @@ def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
 
     monkeypatch.setattr(tf, "_write_streaming", boom)
     with pytest.raises(OSError, match="disk full"):
-        tf.save_trace({"traceEvents": EVENTS}, out)
+        tf.save_trace({"traceEvents": EVENTS}, out, inputs=())
     assert out.read_text() == "previous content"
     assert os.listdir(tmp_path) == ["o.json"]  # no temp file left behind
 
@@ -147,7 +147,7 @@ def test_save_is_atomic_on_failure(tmp_path, monkeypatch):
 def test_save_unserializable_value_is_trace_format_error(tmp_path):
     out = tmp_path / "o.json"
     with pytest.raises(TraceFormatError, match="not JSON"):
-        tf.save_trace({"traceEvents": [{"args": {"x": object()}}]}, out)
+        tf.save_trace({"traceEvents": [{"args": {"x": object()}}]}, out, inputs=())
     assert not out.exists() and os.listdir(tmp_path) == []
 
 
@@ -155,7 +155,7 @@ def test_save_many_events_in_chunks(tmp_path, monkeypatch, backend):
     monkeypatch.setattr(tf, "_WRITE_CHUNK", 7)
     events = [{"ph": "X", "ts": i, "dur": 1, "name": f"e{i}"} for i in range(50)]
     seen = []
-    tf.save_trace({"a": 1, "traceEvents": events, "z": [1]}, tmp_path / "o.json", progress=seen.append)
+    tf.save_trace({"a": 1, "traceEvents": events, "z": [1]}, tmp_path / "o.json", inputs=(), progress=seen.append)
     data = strict_loads((tmp_path / "o.json").read_bytes())
     assert data["traceEvents"] == events and list(data) == ["a", "traceEvents", "z"]
     assert seen[-1] == 1.0 and len(seen) == 8
@@ -170,8 +170,12 @@ def test_event_views():
         "not an event",
         {"ph": "X", "cat": "operator", "ts": 5.5, "dur": -1},
     ]}
-    assert [(i, ts, d) for i, _, ts, d in evs.cpu_ops(trace)] == [(0, 1.0, 2.0), (5, 5.5, -1.0)]
-    assert [(i, ts, d) for i, _, ts, d in evs.device_kernels(trace)] == [(1, 3.0, 0.0)]
+    # events 1, 2 and 5 have times that are not finite non-negative numbers: skipped, and counted
+    assert [(i, ts, d) for i, _, ts, d in evs.cpu_ops(trace)] == [(0, 1.0, 2.0)]
+    assert list(evs.device_kernels(trace)) == []
+    skipped: dict = {}
+    assert [i for i, *_ in evs.complete_events(trace, skipped=skipped)] == [0]
+    assert skipped == {evs.BAD_TIME: 3}
     assert evs.number(True) is None and evs.number(math.nan) is None and evs.number(10**400) is None
 
 
