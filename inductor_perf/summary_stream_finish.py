@@ -25,6 +25,7 @@ from .summary import static_sums
 from .summary_coverage import Coverage
 from .summary_idle import BusyWindow, idle_tables, window_of, with_next_sources
 from .summary_kernels import DEF_GPU, TraceKernels, dtype_weight
+from .summary_raw import recorded_costs_note
 
 _dur = attrgetter("dur")
 _NO_ARGS: dict[str, Any] = {}
@@ -38,7 +39,7 @@ def _costs(seen: Any, join: Any, header: dict) -> tuple[dict, dict, str | None, 
     """(costs, labels, costs note, whether to apply them): as
     :func:`inductor_perf.summary_raw.with_costs` decides for a loaded trace."""
     if seen.costed:
-        return {}, {}, None, False
+        return {}, {}, recorded_costs_note(header), False
     costs, _ = join.finish(seen.total, header.get("distributedInfo"))
     labels = join.labels
     if not costs and not labels:
