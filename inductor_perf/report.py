@@ -220,7 +220,10 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
     nskip = sum(d["skipped"].values())
     if nskip:
         ev += f", {fmt_count(nskip)} skipped"
-    pairs.append(("Window", f"{fmt_time_us(d['wall_us'])}  ({ev})"))
+    basis = d.get("window_basis")
+    span = {"steps": f"{len(d.get('steps') or [])} recorded step(s)", "kernels": "first to last kernel",
+            "events": "first to last event"}.get(basis) if isinstance(basis, str) else None
+    pairs.append(("Window", f"{fmt_time_us(d['wall_us'])}  ({span + '; ' if span else ''}{ev})"))
     pairs.append(("Device busy", f"{fmt_pct(d['busy_pct'])}  ({fmt_time_us(d['busy_us'])} busy in "
                                  f"{fmt_count(d['kernel_count'])} kernels on {d['timelines']} timeline(s); "
                                  f"definition: {d['kernel_definition']})"))

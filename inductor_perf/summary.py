@@ -31,7 +31,7 @@ from .kernel_names import short_name
 from .kernel_kinds import KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
 from .summary_comm import ComputeSums, comm_view
 from .summary_coverage import coverage
-from .summary_idle import busy_window, idle_tables, launching_threads
+from .summary_idle import WINDOW_BASES, busy_window, idle_tables, launching_threads
 from .summary_kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX,
                               KERNEL_DEFINITIONS, TraceKernels, _Ev, _num, _parse, headline_dtype,
                               select_kernels)
@@ -359,9 +359,9 @@ def distributed_info(trace: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time: float, busy: float,
-           device: Any, peak: PeakInfo, skipped: dict[str, int], rows: list[KernelRow]) -> list[str]:
+           device: Any, peak: PeakInfo, skipped: dict[str, int], rows: list[KernelRow], window_basis: str) -> list[str]:
     """What the reader must know to trust the numbers: the busy definition, then every caveat found."""
-    notes = [f"busy = {KERNEL_DEFINITIONS[tk.definition]}"]
+    notes = [f"busy = {KERNEL_DEFINITIONS[tk.definition]}", f"window = {WINDOW_BASES[window_basis]}"]
     if graph_launches:
         notes.append("CUDA graphs replay kernels: per-kernel launches are hidden, so idle "
                      "attribution sees only the graph launch")
@@ -486,7 +486,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     split = totals.split
     costed_pct, uncosted, lower_pct = cov
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
-    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, rows)
+    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, rows, window.basis)
     slowest = slowest_step(steps)
     if slowest is not None and len(steps) > 1:
         dur = max(r.dur_us for r in steps)
@@ -513,7 +513,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
         costs_note=costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
         steps=steps,
-        slowest_step=slowest,
+        slowest_step=slowest, window_basis=window.basis,
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
 
 

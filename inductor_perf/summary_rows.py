@@ -154,6 +154,10 @@ class Summary:
     comm: Any = None
     """:class:`inductor_perf.summary_comm.CommView`: the rank's collectives, exposed collective time,
     compute by module / line (what the cross-rank view, :mod:`inductor_perf.ranks`, reads)."""
+    window_basis: str | None = None
+    """What the window (``wall_us``, the denominator of busy and idle) spans: "steps" (the recorded
+    ``ProfilerStep#N`` ranges), "kernels" (first to last kernel) or "events" (no kernel);
+    :data:`inductor_perf.summary_idle.WINDOW_BASES`."""
     all_kernels: list[KernelRow] = field(default_factory=list, repr=False)
     """Every kernel row, most time first (``top_kernels`` is its head), for the report page's
     roofline; left out of ``to_dict()`` so the JSON summary keeps its size."""

@@ -29,14 +29,15 @@ def strict(summary):
 
 
 # --- busy % --------------------------------------------------------------------------------------
-def gpu_trace():
-    # Host thread 1: "step" [0, 40]; launches at 1, 2 and 16 (correlations 1, 2, 3).
+def gpu_trace(step="ProfilerStep#1"):
+    # Host thread 1: a step [0, 40]; launches at 1, 2 and 16 (correlations 1, 2, 3).
     # Kernels: k1 [0, 10] stream 7, k2 [5, 15] stream 8 (overlaps k1), k3 [20, 30] stream 7.
+    # The window is the recorded step [0, 40] (``step`` a ProfilerStep#N), else the device work [0, 30].
     # Union = [0, 15] + [20, 30] = 25 µs of a 40 µs window -> 62.5 % busy; idle 15 µs:
-    # gap [15, 20] (host in cudaLaunchKernel [16, 19] for 3 µs, in "step" for 2 µs) and trailing
-    # [30, 40] (host in "step"). A thread-9 event during the gap must not be credited.
+    # gap [15, 20] (host in cudaLaunchKernel [16, 19] for 3 µs, in the step for 2 µs) and trailing
+    # [30, 40] (host in the step). A thread-9 event during the gap must not be credited.
     return {"traceEvents": [
-        X("step", 0, 40, cat="user_annotation", tid=1),
+        X(step, 0, 40, cat="user_annotation", tid=1),
         X("cudaLaunchKernel", 1, 0.5, cat="cuda_runtime", tid=1, correlation=1),
         X("cudaLaunchKernel", 2, 0.5, cat="cuda_runtime", tid=1, correlation=2),
         X("cudaLaunchKernel", 16, 3, cat="cuda_runtime", tid=1, correlation=3),
@@ -51,6 +52,7 @@ def gpu_trace():
 def test_busy_pct_with_overlapping_gpu_kernels():
     s = summarize(gpu_trace())
     assert s.kernel_definition == DEF_GPU
+    assert s.window_basis == "steps"
     assert s.wall_us == pytest.approx(40)  # the profiler's own "Trace" span is not counted
     assert s.busy_us == pytest.approx(25)
     assert s.busy_pct == pytest.approx(62.5)
@@ -60,21 +62,32 @@ def test_busy_pct_with_overlapping_gpu_kernels():
     assert any("overlap" in n for n in s.notes)
 
 
+def test_without_steps_the_window_is_the_device_work():
+    # The same trace, its host range not a ProfilerStep: the window is k1's start to k3's end,
+    # [0, 30]: 25 busy of 30 -> 83.333 %, idle only the gap [15, 20]; the host's [30, 40] is no
+    # device idle time.
+    s = summarize(gpu_trace(step="step"))
+    assert (s.window_basis, s.wall_us, s.busy_us, s.idle_us) == ("kernels", 30, 25, 5)
+    assert s.busy_pct == pytest.approx(83.333)
+    assert [(g.position, g.start_us, g.dur_us) for g in s.gaps] == [("between", 15, 5)]
+    assert any(n.startswith("window = the device work") for n in s.notes)
+
+
 def test_gpu_gap_attribution_uses_launching_thread():
     s = summarize(gpu_trace())
     assert s.gap_count == 2
     longest, second = s.gaps
     assert (longest.position, longest.dur_us, longest.start_us) == ("trailing", 10, 30)
-    assert longest.host_innermost == "step" and longest.prev_kernel == "k3"
+    assert longest.host_innermost == "ProfilerStep#1" and longest.prev_kernel == "k3"
     assert (second.position, second.dur_us, second.start_us) == ("between", 5, 15)
     assert second.host_innermost == "cudaLaunchKernel"
-    assert second.host_outermost == "step"
+    assert second.host_outermost == "ProfilerStep#1"
     assert (second.prev_kernel, second.next_kernel) == ("k2", "k3")
     idle = {r.host: r for r in s.idle_by_host}
-    assert set(idle) == {"step", "cudaLaunchKernel"}
-    assert idle["step"].idle_us == pytest.approx(12)  # 2 in the gap + 10 trailing
+    assert set(idle) == {"ProfilerStep#1", "cudaLaunchKernel"}
+    assert idle["ProfilerStep#1"].idle_us == pytest.approx(12)  # 2 in the gap + 10 trailing
     assert idle["cudaLaunchKernel"].idle_us == pytest.approx(3)
-    assert idle["step"].share_of_idle_pct == pytest.approx(80.0)  # 12 / 15
+    assert idle["ProfilerStep#1"].share_of_idle_pct == pytest.approx(80.0)  # 12 / 15
 
 
 # --- CPU compiled kernels, idle attribution --------------------------------------------------------
@@ -83,8 +96,10 @@ def cpu_compiled_trace():
     # aten::mm [50, 70] (its child resolve_conj is not a kernel). In the gap [30, 50] the host runs
     # python frame "model.py(12): forward" [32, 48] with a user_annotation "my_region" [35, 40].
     # Busy 40 / 100. Gaps: leading [0, 10] (Call), between [30, 50] (Call 4, frame 11, region 5),
-    # trailing [70, 100] (Call 30). An aten op outside any call is not a kernel.
+    # trailing [70, 100] (Call 30). An aten op outside any call is not a kernel. The recorded step
+    # [0, 125] is the window.
     return {"traceEvents": [
+        X("ProfilerStep#1", 0, 125, cat="user_annotation"),
         X("## Call CompiledFxGraph abc ##", 0, 100, cat="user_annotation"),
         X("graph_0_cpp_fused_a_0", 10, 20),
         X("model.py(12): forward", 32, 16, cat="python_function"),
@@ -103,7 +118,7 @@ def test_cpu_compiled_kernels_and_idle_attribution():
     assert s.busy_us == pytest.approx(40)
     assert s.busy_pct == pytest.approx(32.0)
     idle = {r.host: r for r in s.idle_by_host}
-    # trailing gap [70, 125]: Call covers [70, 100], aten::add_ [120, 125], nothing [100, 120]
+    # trailing gap [70, 125]: Call covers [70, 100], aten::add_ [120, 125], the step alone [100, 120]
     assert idle["## Call CompiledFxGraph abc ##"].idle_us == pytest.approx(10 + 4 + 30)
     assert idle["## Call CompiledFxGraph abc ##"].gaps == 3
     assert idle["model.py(12): forward"].idle_us == pytest.approx(11)
@@ -111,13 +126,13 @@ def test_cpu_compiled_kernels_and_idle_attribution():
     assert idle["my_region"].idle_us == pytest.approx(5)
     assert idle["my_region"].source == "model.py(12): forward"  # its enclosing Python frame
     assert idle["aten::add_"].idle_us == pytest.approx(5)
-    assert idle["(no host event)"].idle_us == pytest.approx(20)
+    assert idle["ProfilerStep#1"].idle_us == pytest.approx(20)
     between = [g for g in s.gaps if g.position == "between"]
     assert len(between) == 1
     g = between[0]
     assert (g.start_us, g.dur_us) == (30, 20)
     assert g.host_innermost == "model.py(12): forward"
-    assert g.host_outermost == "## Call CompiledFxGraph abc ##"
+    assert g.host_outermost == "ProfilerStep#1"
     assert g.source == "model.py(12): forward"
     assert (g.prev_kernel, g.next_kernel) == ("graph_0_cpp_fused_a_0", "aten::mm")
     assert sum(x.dur_us for x in s.gaps) == pytest.approx(s.idle_us)  # 10 + 20 + 55 = 85
@@ -325,9 +340,16 @@ def test_real_cpu_trace_fixture():
     assert s.time_split_us["other"] == 0  # every kernel is either generated or an extern matmul
     assert 0 < s.busy_pct < 100
     assert sum(g.dur_us for g in s.gaps) <= s.idle_us + 1e-6
-    # the window runs from the first op (TorchDynamo Cache Lookup) to the last AccumulateGrad's end,
-    # not from the profiler's own "PyTorch Profiler (0)" span
-    assert s.wall_us == pytest.approx(4385172839436.363 - 4385172837999.051, abs=1e-2)
+    # no ProfilerStep#N: the window runs from the first kernel's start to the last kernel's end
+    # (kernels read from the raw events: graph_* and the aten ops inside the compiled calls), not from
+    # the first op (TorchDynamo Cache Lookup) nor the profiler's own "PyTorch Profiler (0)" span
+    evs = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    calls = [(e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("## Call CompiledFxGraph")]
+    kernels = [e for e in evs if e["name"].startswith("graph_")
+               or (e["name"].startswith("aten::") and any(a <= e["ts"] < b for a, b in calls))]
+    assert s.window_basis == "kernels"
+    assert s.wall_us == pytest.approx(max(e["ts"] + e["dur"] for e in kernels) - min(e["ts"] for e in kernels),
+                                      abs=1e-2)
     strict(s)
 
 
