@@ -214,6 +214,11 @@ def _split_text(d: dict[str, Any]) -> str:
     return ", ".join(f"{KIND_LABELS.get(k, k)} {fmt_pct(d['time_split_pct'].get(k))}" for k in kinds)
 
 
+def _na_pct(pct: float | None) -> str:
+    """A headline percentage, "n/a" when unknown."""
+    return fmt_pct(pct) if _finite(pct) else "n/a"
+
+
 def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     ev = f"{fmt_count(d['events_used'])} events"
@@ -229,13 +234,18 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
                                  f"definition: {d['kernel_definition']})"))
     pairs.append(("Idle", f"{fmt_time_us(d['idle_us'])}  ({fmt_count(d['gap_count'])} gaps)"))
     pairs.append(("Kernel time", f"{fmt_time_us(d['kernel_time_us'])}: {_split_text(d)}"))
+    unknown = d.get("flops_unknown")
     if d["achieved_tflops"] is None and d["achieved_gbps"] is None:
-        ach = "unknown (no kernel_flop / kernel_num_gb args in this trace)"
+        ach = f"n/a ({unknown or 'no kernel_flop / kernel_num_gb args in this trace'})"
     else:
-        ach = f"{fmt_tflops(d['achieved_tflops'])}, {fmt_gbps(d['achieved_gbps'])}"
-    if d["flop"] is not None:
-        ach += f"  ({fmt_flop(d['flop'])}, {fmt_gb(d['gb'])} moved; FLOPs known for " \
-               f"{fmt_pct(d['flop_coverage_pct'])} of kernel time)"
+        flops = fmt_tflops(d["achieved_tflops"]) if d["achieved_tflops"] is not None else "n/a FLOP/s"
+        ach = f"{flops}, {fmt_gbps(d['achieved_gbps']) if d['achieved_gbps'] is not None else 'n/a B/s'}"
+        if d["flop"] is not None:
+            ach += f"  ({fmt_flop(d['flop'])}, {fmt_gb(d['gb'])} moved; FLOPs known for " \
+                   f"{fmt_pct(d['flop_coverage_pct'])} of compute-kernel time)"
+        elif unknown:
+            ach += f"  ({fmt_gb(d['gb'])} moved; FLOP/s n/a: {unknown})" if d["gb"] is not None else \
+                f"  (FLOP/s n/a: {unknown})"
     pairs.append(("Achieved", ach))
     if d.get("costed_time_pct") is not None or d.get("costs_note"):
         costed = f"{fmt_pct(d.get('costed_time_pct'))} of kernel time carries a cost (FLOPs, bytes or a " \
@@ -249,8 +259,8 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
     p = d["peak"]
     note = d.get("device_note")
     if p["peak_tflops"] is not None or p["mem_bandwidth_gbs"] is not None:
-        pairs.append(("Of peak", f"{fmt_pct(d['flops_pct_of_peak'])} of {fmt_tflops(p['peak_tflops'])} "
-                                 f"{p['dtype'] or ''}, {fmt_pct(d['bandwidth_pct_of_peak'])} of "
+        pairs.append(("Of peak", f"{_na_pct(d['flops_pct_of_peak'])} of {fmt_tflops(p['peak_tflops'])} "
+                                 f"{p['dtype'] or ''}, {_na_pct(d['bandwidth_pct_of_peak'])} of "
                                  f"{fmt_gbps(p['mem_bandwidth_gbs'])}  (device: {p['device'] or '?'}"
                                  f"{'; ' + note if note else ''}; peaks: {p['peak_source'] or '?'})"))
     else:

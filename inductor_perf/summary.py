@@ -28,7 +28,8 @@ from typing import Any, Mapping
 
 from . import events as evs
 from .kernel_names import short_name
-from .kernel_kinds import KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
+from .kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET, KIND_OTHER,
+                           KINDS, kernel_kind)
 from .summary_comm import ComputeSums, comm_view
 from .summary_coverage import coverage
 from .summary_idle import WINDOW_BASES, busy_window, idle_tables, launching_threads
@@ -73,6 +74,12 @@ def _device_peaks(device: Any, dtype: str) -> PeakInfo:
 
 
 # --- Per-kernel, per-module and per-line sums ------------------------------------------------------------
+NOT_COMPUTE = frozenset({KIND_MEMCPY, KIND_MEMSET, KIND_COLLECTIVE})
+"""Kinds whose FLOP count (0) does not make a trace's FLOP figures known."""
+COPY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+"""Categories of device copies and fills: their 0 FLOPs neither, whatever op launched them (a memset
+launched by ``aten::mm`` is of kind matmul in the time split)."""
+
 @dataclass
 class _Acc:
     """Running sums over the calls of one kernel name, module path or source line."""
@@ -172,7 +179,11 @@ class _Totals:
         self.split[kind] += time
         flop, gb, bad, source, module, dtype, _, _ = st
         self.bad_args += bad * n
-        if flop is not None:
+        # A copy's or a collective's 0 FLOPs say nothing of the compute: only a compute kernel's
+        # count makes FLOP totals and rates known (else they are unknown, not 0).
+        compute = (flop is not None and kind not in NOT_COMPUTE
+                   and (flop > 0 or not members or members[0].cat.lower() not in COPY_CATS))
+        if compute:
             self.flop += flop * n
             self.flop_known_time += time
             self.any_flop = True
@@ -198,7 +209,7 @@ class _Totals:
             acc.count += n
             acc.time += time
             acc.members += members
-            if flop is not None:
+            if compute or (flop is not None and acc is a):  # a copy's row says its own 0 FLOPs
                 acc.flop = (acc.flop or 0) + flop * n
                 acc.flop_time += time
             if gb is not None:
@@ -365,8 +376,6 @@ def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time:
     if graph_launches:
         notes.append("CUDA graphs replay kernels: per-kernel launches are hidden, so idle "
                      "attribution sees only the graph launch")
-    if tk.kernels and not totals.any_flop:
-        notes.append("no kernel_flop args: this trace is not augmented, so FLOP/s and % of peak are unknown")
     if kernel_time > busy * 1.001 and busy > 0:
         notes.append(f"kernels overlap: summed kernel time is {kernel_time / busy:.2f}x the busy time; "
                      "each row's Busy share is the union of its kernels' time (never above 100 %), "
@@ -482,6 +491,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     rows = _kernel_rows(totals.kernels, busy, peak, top, unions)
     gap_rows, gap_count, idle_rows = idle if idle is not None else idle_tables(tk, window, launcher, top)
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
+    compute_time = kernel_time - sum(totals.split[k] for k in NOT_COMPUTE)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
     split = totals.split
     costed_pct, uncosted, lower_pct = cov
@@ -501,7 +511,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         time_split_us={k: _r(v) for k, v in split.items()},
         time_split_pct={k: _pct(v, kernel_time) for k, v in split.items()},
         flop=totals.flop if totals.any_flop else None, gb=_g(totals.gb) if totals.any_gb else None,
-        flop_coverage_pct=_pct(totals.flop_known_time, kernel_time) if kernels else None,
+        flop_coverage_pct=_pct(totals.flop_known_time, compute_time) if compute_time > 0 else None,
         achieved_tflops=achieved_tflops, achieved_gbps=achieved_gbps, peak=peak,
         flops_pct_of_peak=_pct(achieved_tflops, peak.peak_tflops),
         bandwidth_pct_of_peak=_pct(achieved_gbps, peak.mem_bandwidth_gbs),
@@ -514,7 +524,27 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         costs_note=costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
         steps=steps,
         slowest_step=slowest, window_basis=window.basis,
+        flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, cov[1], costs_note),
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
+
+
+def _flops_unknown(kernels: list[_Ev], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:
+    """Why a trace's FLOP total, FLOP/s and compute % of peak are unknown (no compute kernel carries
+    a FLOP count): what the trace lacks and, where the coverage knows it, what the user can change."""
+    if not kernels:
+        return "no kernels in the trace"
+    if compute_time <= 0:
+        return "no compute kernel in the trace (only copies, fills and collectives)"
+    if costs_note and not uncosted:
+        return f"no compute kernel carries a FLOP count: {costs_note}"
+    by_reason: dict[str, list[Any]] = {}
+    for r in uncosted:  # the reason with the most uncosted time
+        acc = by_reason.setdefault(r.reason, [0.0, r.hint])
+        acc[0] += r.total_us or 0.0
+    if by_reason:
+        reason, (_, hint) = max(by_reason.items(), key=lambda item: item[1][0])
+        return f"no compute kernel carries a FLOP count ({reason}: {hint})"
+    return "no compute kernel carries a FLOP count"
 
 
 def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:

@@ -116,7 +116,8 @@ class Summary:
     flop: float | None
     gb: float | None
     flop_coverage_pct: float | None
-    """Share of kernel time spent in kernels that carry ``kernel_flop``."""
+    """Share of compute-kernel time (kinds other than memcpy, memset and collective) spent in kernels
+    that carry ``kernel_flop``; None without compute kernels."""
     achieved_tflops: float | None
     achieved_gbps: float | None
     peak: PeakInfo
@@ -154,6 +155,9 @@ class Summary:
     comm: Any = None
     """:class:`inductor_perf.summary_comm.CommView`: the rank's collectives, exposed collective time,
     compute by module / line (what the cross-rank view, :mod:`inductor_perf.ranks`, reads)."""
+    flops_unknown: str | None = None
+    """Why ``flop``, ``achieved_tflops`` and ``flops_pct_of_peak`` are None (unknown, never 0): no
+    compute kernel carries a FLOP count, and what the trace lacks; None when they are known."""
     window_basis: str | None = None
     """What the window (``wall_us``, the denominator of busy and idle) spans: "steps" (the recorded
     ``ProfilerStep#N`` ranges), "kernels" (first to last kernel) or "events" (no kernel);

@@ -401,3 +401,74 @@ def test_eager_work_between_compiled_pieces_counts_in_its_module():
     assert set(rows) == {"graph_0_cpp_fused_0", "graph_1_cpp_fused_relu_0", "graph_2_cpp_fused_threshold_backward_0",
                          "graph_3_cpp_fused_sum_0", "aten::cumsum", "aten::flip"}
     assert rows["aten::cumsum"].module_path == "gate" and rows["aten::flip"].module_path == "gate"
+
+
+# --- unknown is not zero ---------------------------------------------------------------------------------
+def no_shapes_gpu_trace():
+    # Two kernels launched by aten::mm (no shapes recorded: not costed, not_costed "no_shapes"): the
+    # GEMM [0, 10] and the memset beside it [10, 11] (kind matmul: launched by a matmul op), which,
+    # like the device copy [20, 30], carries its own bytes and 0 FLOPs. No compute kernel carries a
+    # FLOP count: FLOP total, FLOP/s and compute % of peak are unknown, not 0; bytes are known
+    # (1e6 + 4e6 B over the 21 µs busy = 238.095 GB/s).
+    return {"traceEvents": [
+        X("aten::mm", 0, 12, tid=1),
+        X("cudaLaunchKernel", 1, 1, cat="cuda_runtime", tid=1, correlation=1),
+        X("cudaMemsetAsync", 2, 1, cat="cuda_runtime", tid=1, correlation=2),
+        X("cudaMemcpyAsync", 14, 1, cat="cuda_runtime", tid=1, correlation=3),
+        X("volta_sgemm_128x32_nt", 0, 10, cat="kernel", pid=0, tid=7, correlation=1,
+          launch_op="aten::mm", not_costed="no_shapes"),
+        X("Memset (Device)", 10, 1, cat="gpu_memset", pid=0, tid=7, correlation=2, launch_op="aten::mm",
+          kernel_flop=0, kernel_num_gb=0.001, cost_source="shapes"),
+        X("Memcpy DtoD (Device -> Device)", 20, 10, cat="gpu_memcpy", pid=0, tid=7, correlation=3,
+          kernel_flop=0, kernel_num_gb=0.004, cost_source="shapes"),
+    ]}
+
+
+def test_flops_without_a_costed_compute_kernel_are_unknown_not_zero():
+    from inductor_perf.device_table import lookup
+    from inductor_perf.report import format_summary
+
+    s = summarize(no_shapes_gpu_trace(), device=lookup("Tesla V100-SXM2-16GB"))
+    assert (s.flop, s.achieved_tflops, s.flops_pct_of_peak) == (None, None, None)
+    assert s.flops_unknown.startswith("no compute kernel carries a FLOP count (no_shapes:")
+    assert "record_shapes=True" in s.flops_unknown
+    assert s.achieved_gbps == pytest.approx(238.095) and s.bandwidth_pct_of_peak is not None
+    assert s.flop_coverage_pct == 0.0  # of the GEMM's and memset's 11 µs of compute-kind time
+    d = json.loads(format_summary(s, "json"))
+    assert d["flop"] is None and d["achieved_tflops"] is None and d["flops_pct_of_peak"] is None
+    for fmt in ("text", "markdown"):
+        out = format_summary(s, fmt)
+        assert "n/a FLOP/s" in out and "n/a of 15.7 TFLOP/s" in out and "record_shapes=True" in out
+        assert "0 FLOP/s" not in out and "0.0 % of 15.7" not in out
+    rows = {r.name: r for r in s.all_kernels}
+    assert rows["Memcpy DtoD (Device -> Device)"].flop == 0  # a copy's own row says its 0 FLOPs
+    assert [g.flop for g in s.modules] == [None]  # the roll-up of uncosted work with copies: unknown
+
+
+def test_flops_unknown_on_the_page(tmp_path):
+    from inductor_perf.device_table import lookup
+    from inductor_perf.report_html import render_report
+
+    page = render_report(no_shapes_gpu_trace(), device=lookup("Tesla V100-SXM2-16GB"))
+    head = page[page.index("<dl class='head'>"):page.index("</dl>")]
+    assert "n/a FLOP/s" in head and "n/a of 15.7 TFLOP/s" in head and "record_shapes=True" in head
+    assert "0 FLOP/s" not in head
+
+
+def test_a_real_trace_without_shapes_says_why_its_flops_are_unknown(tmp_path):
+    v100 = FIXTURES.parents[1] / ".." / "shared" / "traces" / "v100_ranks2_r1_test.json.gz"
+    if not v100.exists():
+        pytest.skip(f"{v100} absent (the shared real traces are not checked in)")
+    from inductor_perf import trace_format as tf
+    from inductor_perf.summary_files import summarize_file
+
+    trace = tf.load_trace(str(v100))
+    for e in trace["traceEvents"]:  # the same trace as recorded with record_shapes=False
+        for k in ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"):
+            (e.get("args") or {}).pop(k, None)
+    path = tmp_path / "no_shapes.json"
+    tf.save_trace(trace, str(path))
+    for engine in ("full", "stream"):
+        s = summarize_file(str(path), engine=engine).summary
+        assert (s.flop, s.achieved_tflops, s.flops_pct_of_peak) == (None, None, None), engine
+        assert "(no_shapes:" in s.flops_unknown and s.achieved_gbps > 0
