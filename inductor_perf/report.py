@@ -107,9 +107,43 @@ def fmt_si(x: float | None) -> str:
     return _sig(x)
 
 
-def _roof_pct(row: dict[str, Any]) -> float | None:
-    vals = [v for v in (row.get("flops_pct"), row.get("bandwidth_pct")) if _finite(v)]
-    return max(vals) if vals else None
+def _placement(row: dict[str, Any]) -> dict[str, Any]:
+    p = row.get("placement")
+    return p if isinstance(p, dict) else {}
+
+
+_SHORT_ROOFS = {"host link": "host", "interconnect": "ic", "float64": "fp64", "float32": "fp32", "bfloat16": "bf16",
+                "float16": "fp16", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8",
+                "float8_e5m2fnuz": "fp8"}
+"""Roof names in a narrow text column (the footnote spells them out); JSON and the page keep the full names."""
+
+
+def _roof_name(p: dict[str, Any], short: bool = False) -> str:
+    """The roof that binds a kernel: its memory level or link, or its compute roof's dtype."""
+    if p.get("bound") == "memory":
+        name = p.get("level") or _NA
+    elif p.get("bound") == "compute":
+        name = (p.get("compute_roof") or _NA).split(" ")[0]
+    else:
+        return _NA
+    return _SHORT_ROOFS.get(name, name) if short else name
+
+
+def _peak_cell(row: dict[str, Any]) -> str:
+    """% of the roof that binds the kernel and that roof's name, starred when above it (its reason is
+    in the footnote)."""
+    p = _placement(row)
+    if not _finite(p.get("pct_of_roof")):
+        return _NA
+    return f"{fmt_pct(p['pct_of_roof'])} {_roof_name(p, short=True)}" + ("*" if p.get("above_roof_reason") else "")
+
+
+def above_roof_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One "name: reason" per row above its roof (``*`` in the Peak column), for a footnote."""
+    from .kernel_names import short_name
+
+    return [f"{short_name(r['name'])}: {fmt_pct(_placement(r)['pct_of_roof'])} of {_roof_name(_placement(r))}, "
+            f"{_placement(r)['above_roof_reason']}" for r in rows if _placement(r).get("above_roof_reason")]
 
 
 def _short_source(src: str | None) -> str:
@@ -263,6 +297,8 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
                                  f"{p['dtype'] or ''}, {_na_pct(d['bandwidth_pct_of_peak'])} of "
                                  f"{fmt_gbps(p['mem_bandwidth_gbs'])}  (device: {p['device'] or '?'}"
                                  f"{'; ' + note if note else ''}; peaks: {p['peak_source'] or '?'})"))
+        if d.get("above_peak_reason"):
+            pairs[-1] = ("Of peak", pairs[-1][1] + f"; above 100 %: {d['above_peak_reason']}")
     else:
         pairs.append(("Of peak", f"unknown ({note or 'no device peaks given'})"))
     dist = d.get("distributed")
@@ -287,7 +323,7 @@ def _kernel_table(d: dict[str, Any], fmt: str) -> _Table:
     headers = ["Kernel", "Calls", "Total", "Mean", "Busy", "FLOP", "Bytes", "Peak", "Bound", "Source"]
     rows = [[r["name"], r["count"], fmt_time_us(r["total_us"]), fmt_time_us(r["mean_us"]),
              fmt_pct(r["share_of_busy_pct"]), fmt_si(r["flop"]),
-             fmt_si(r["gb"] * 1e9 if _finite(r["gb"]) else None), fmt_pct(_roof_pct(r)),
+             fmt_si(r["gb"] * 1e9 if _finite(r["gb"]) else None), _peak_cell(r),
              r["bound"] or _NA, _short_source(r["source"])]
             for r in d["top_kernels"]]
     align = list("lrrrrrrrll")
@@ -301,9 +337,15 @@ def _kernel_table(d: dict[str, Any], fmt: str) -> _Table:
     shown = readable_names([r[0] for r in rows], width)
     for r in rows:
         r[0] = shown[r[0]]
-    return (f"Top kernels by total time ({len(rows)} of {d['distinct_kernels']}; Peak = % of the nearer "
-            "roof, compute or memory)", headers, rows, align, [0],
-            "Busy = % of the device-busy time (union over all streams) during which the row's kernels ran")
+    foot = ("Busy = % of the device-busy time (union over all streams) during which the row's kernels ran; "
+            "Peak = % of the roof that binds the kernel at its intensity, and which: a memory level, a "
+            "link (host: to the host, ic: the GPU interconnect) or the compute roof of its dtype (tf32: a "
+            "float32 GEMM on TF32 tensor cores)")
+    above = above_roof_lines(d["top_kernels"])
+    if above:
+        foot += "; * above its roof: " + "; ".join(above)
+    return (f"Top kernels by total time ({len(rows)} of {d['distinct_kernels']}; Peak = % of the roof that "
+            "binds)", headers, rows, align, [0], foot)
 
 
 def _steps_table(d: dict[str, Any]) -> _Table | None:

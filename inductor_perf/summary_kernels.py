@@ -31,10 +31,11 @@ DEF_CPU_EAGER = "cpu-eager-aten"
 DEF_NONE = "none"
 KERNEL_DEFINITIONS = {
     DEF_GPU: "GPU device events (cat kernel / gpu_memcpy / gpu_memset)",
-    DEF_CPU_COMPILED: ("CPU kernels launched by compiled graphs: events with kernel_flop, graph_<N>_* "
-                       "events, and outermost aten ops inside '## Call CompiledFxGraph' calls; plus the "
-                       "eager aten ops run between compiled pieces (graph breaks)"),
-    DEF_CPU_EAGER: "outermost aten:: ops on each CPU thread (no compiled-graph kernels in this trace)",
+    DEF_CPU_COMPILED: ("CPU kernels launched by compiled graphs: events costed from compile-time tags, "
+                       "graph_<N>_* events, and outermost aten ops inside '## Call CompiledFxGraph' calls; "
+                       "plus the eager aten ops run between compiled pieces (graph breaks)"),
+    DEF_CPU_EAGER: ("outermost aten:: ops on each CPU thread, each with the costs of the ops inside it (no "
+                    "compiled-graph kernels in this trace)"),
     DEF_NONE: "no kernel events found",
 }
 

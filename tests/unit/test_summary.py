@@ -209,6 +209,15 @@ def test_totals_and_peaks_from_device():
     assert s.flop_coverage_pct == pytest.approx(100 * 40 / 45, abs=1e-3)
     bf = summarize(augmented_cpu_trace(), device=Dev(), dtype="bfloat16")
     assert bf.flops_pct_of_peak == pytest.approx(4.447, abs=1e-3)
+    # Each row against the roof that binds it: a: 2000 FLOP and 2000 B in 20 µs (1e-4 TFLOP/s, 0.1 GB/s):
+    # 0.01 % of the 1 TFLOP/s float32 roof, 1 % of the 10 GB/s memory roof; intensity 1 FLOP/B x 10 GB/s
+    # = 0.01 TFLOP/s < 1: memory-bound, and at 1 % with 1000 B a launch: latency. mm: 4e6 FLOP in 20 µs
+    # = 0.2 TFLOP/s, no bytes: 20 % of the float32 roof, compute-bound, and below 25 %: latency.
+    mm, a, _ = s.top_kernels
+    assert (a.flops_pct, a.bandwidth_pct) == (pytest.approx(0.01), pytest.approx(1.0))
+    assert (a.placement.bound, a.placement.level, a.bound) == ("memory", "HBM", "latency")
+    assert (mm.flops_pct, mm.placement.bound, mm.placement.pct_of_roof, mm.bound) == (
+        pytest.approx(20.0), "compute", pytest.approx(20.0), "latency")
 
 
 def test_top_kernel_rows_and_ordering():
@@ -217,7 +226,9 @@ def test_top_kernel_rows_and_ordering():
     mm, a, b = s.top_kernels
     assert (a.count, a.total_us, a.mean_us, a.flop) == (2, 20, 10, 2000)
     assert a.gb == pytest.approx(2e-6)
-    assert a.flops_pct == pytest.approx(50.0) and a.bandwidth_pct == pytest.approx(20.0)
+    # No device: no roof to name, so no % of one (the args' 50 % / 20 % were against a roof this summary
+    # cannot name); the bound is the trace's own
+    assert (a.flops_pct, a.bandwidth_pct, a.placement) == (None, None, None)
     assert (a.bound, a.source, a.module_path, a.kind) == ("memory", "m.py:10", "enc.fc1", "generated")
     assert mm.achieved_tflops == pytest.approx(0.2)
     assert mm.kind == "extern_matmul" and mm.bound == "compute"
