@@ -71,7 +71,7 @@ def _raw(case: str, tmp_path: pathlib.Path) -> str:
             for k in set(evs.ADDED_ARG_KEYS) & e["args"].keys():
                 del e["args"][k]
     path = tmp_path / f"{case}.raw.json"
-    tf.save_trace(raw, str(path))
+    path.write_text(json.dumps(raw))
     return str(path)
 
 
@@ -124,12 +124,12 @@ def test_offline_summary_uses_the_recorded_row_not_this_machine(tmp_path):
                                  peak_tflops={"float32": 1.0}, mem_bandwidth_gbs=10.0, peak_source="measured",
                                  cache_roofs=(("L2", 100.0, 1 << 20, "measured at 2026-01-01: copy"),))
     path = tmp_path / "t.json"
-    tf.save_trace(_cpu_trace(device_record(row)), str(path))
+    path.write_text(json.dumps(_cpu_trace(device_record(row))))
     s = summarize_file(str(path)).summary
     assert (s.peak.device, s.peak.peak_tflops, s.peak.peak_source) == ("recorded elsewhere", 1.0, "measured")
     # 2 MFLOP in 10 µs = 0.2 TFLOP/s of the recorded 1 TFLOP/s
     assert s.flops_pct_of_peak == pytest.approx(20.0)
-    tf.save_trace(_cpu_trace(), str(path))
+    path.write_text(json.dumps(_cpu_trace()))
     bare = summarize_file(str(path)).summary
     assert bare.peak.peak_tflops is None and bare.flops_pct_of_peak is None
 
