@@ -354,7 +354,8 @@ def _kernel_rows(table: dict[str, _KernelAcc], busy: float, roofs: Roofs | None,
             flops_pct=_r(fpct), bandwidth_pct=_r(bpct),
             bound=row_bound(p, a.time / a.count, a.gb * 1e9 if a.gb is not None else None, a.count,
                             _dominant(a.bound)),
-            source=_dominant(a.source), module_path=_dominant(a.module), dtype=dtype, placement=p))
+            source=_dominant(a.source), module_path=_dominant(a.module), dtype=dtype,
+            above_roof_reason=p.above_roof_reason if p is not None else None, placement=p))
     for r in rows[:top]:
         r.share_of_busy_pct = _share(table[r.name].members, busy, unions)
     return rows

@@ -40,6 +40,9 @@ class KernelRow:
     dtype: str | None = None
     """The dtype whose roof the kernel is judged against (``kernel_dtype``, time-weighted; "tf32" for
     float32 GEMMs that ran on TF32 tensor cores)."""
+    above_roof_reason: str | None = None
+    """Why ``flops_pct`` or ``bandwidth_pct`` reads above 100 % (its placement's reason: the binding
+    roof's % is the larger of the two), beside them; None when neither does."""
     placement: Any = None
     """:class:`inductor_perf.roofs.Placement`: the roof that binds the kernel (its memory level, link or
     compute roof), its % of it (``pct_of_roof``, the text's Peak column) and, above 100 %, why

@@ -141,3 +141,12 @@ def test_without_tensor_core_names_fp32_gemms_keep_the_fp32_roof(name):
     assert dtypes == {"float32"}
     above = [r for r in ct.summary.all_kernels if r.placement is not None and (r.placement.pct_of_roof or 0) > 100]
     assert all(r.placement.above_roof_reason for r in above)
+
+
+def test_a_row_above_its_roof_carries_the_reason_beside_its_percentages(a100):
+    """In the JSON, a kernel row's flops_pct / bandwidth_pct above 100 % have the reason in the same
+    object (the binding roof's % is the larger: its placement's reason is the row's)."""
+    for r in a100.summary.to_dict()["top_kernels"]:
+        if max(r["flops_pct"] or 0, r["bandwidth_pct"] or 0) > 100:
+            assert r["above_roof_reason"] and r["above_roof_reason"] == r["placement"]["above_roof_reason"]
+    assert any(r["above_roof_reason"] for r in a100.summary.to_dict()["top_kernels"])
