@@ -386,7 +386,7 @@ def distributed_info(trace: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time: float, busy: float,
-           device: Any, peak: PeakInfo, skipped: dict[str, int], rows: list[KernelRow], window_basis: str) -> list[str]:
+           device: Any, peak: PeakInfo, skipped: dict[str, int], window_basis: str) -> list[str]:
     """What the reader must know to trust the numbers: the busy definition, then every caveat found."""
     notes = [f"busy = {KERNEL_DEFINITIONS[tk.definition]}", f"window = {WINDOW_BASES[window_basis]}"]
     if graph_launches:
@@ -485,7 +485,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     split = totals.split
     costed_pct, uncosted, lower_pct = cov
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
-    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, rows, window.basis)
+    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, window.basis)
     notes += roof_notes(roofs, rows)
     slowest = slowest_step(steps)
     if slowest is not None and len(steps) > 1:
