@@ -125,27 +125,37 @@ def _release(base: str) -> None:
 
 
 def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None) -> CaptureResult:
-    """Join, augment, summarize and write one raw Kineto trace. Raises on I/O errors."""
+    """Join, augment, summarize and write one raw Kineto trace. Raises on I/O errors.
+
+    The trace records the device row its figures are measured against (:data:`device_props.RECORD_KEY`),
+    and it is summarized by the one path ``inductor-perf summary`` takes
+    (:func:`summary_files.summarize_trace`: eager ops costed from their recorded shapes, the device
+    read back from the trace), so the summary written here and that of the written file are one."""
     from .augment import augment_trace
+    from .device_props import RECORD_KEY, device_record
     from .devices import resolve_device
     from .tag_join import costs_from_tags
     from .report import format_summary
-    from .summary import summarize
+    from .summary_files import summarize_trace
     from .trace_format import load_trace, save_trace, write_atomic
 
     trace = load_trace(raw_path)
     costs, jstats = costs_from_tags(trace, REGISTRY.get)
     on_gpu = any(isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
-    device = None
+    device, why = None, "no peaks known for this device"
     try:
         # peaks given with options={"inductor_perf.device": ...} when the graphs called here were compiled
         override = REGISTRY.device_override(i for i, _ in jstats.per_marker_counts)
         device = resolve_device("cuda" if on_gpu else "cpu", override=override)
     except Exception as e:  # peaks are optional: the trace is still useful without them
         log.warning("inductor_perf: could not determine device peaks (%s)", e)
-    augmented, astats = augment_trace(trace, costs, device, device_events_only=on_gpu)
-    summary = summarize(augmented, device=device, label=os.path.basename(base),
-                        dtype=_headline_dtype(costs.values(), on_gpu))
+        why = f"could not determine device peaks: {e}"
+    augmented, _ = augment_trace(trace, _tf32_costs(costs, on_gpu), device, device_events_only=on_gpu)
+    augmented[RECORD_KEY] = device_record(device, None if device is not None else why)
+    costed = summarize_trace(augmented, label=os.path.basename(base))
+    augmented, summary = costed.trace, costed.summary
+    if summary.costs_note:  # eager ops costed from their shapes: the written trace carries the costs
+        augmented[RECORD_KEY]["costs_note"] = summary.costs_note
     warnings = list(extra_warnings or []) + jstats.warnings()
     result = CaptureResult(summary=summary, warnings=warnings, events_tagged=len(costs))
     text = format_summary(summary, "text")
@@ -163,7 +173,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     write_atomic(result.summary_json_path,
                  lambda f: f.write((json.dumps(payload, indent=1, allow_nan=False) + "\n").encode()),
                  inputs=[raw_path])
-    result.report_path = _write_page(augmented, base, device, summary, result.warnings)
+    result.report_path = _write_page(augmented, base, costed.device, summary, result.warnings)
     return result
 
 
@@ -181,26 +191,21 @@ def _write_page(trace: dict, base: str, device: Any, summary: Any, warnings: lis
         return None
 
 
-def _headline_dtype(costs: Any, on_gpu: bool) -> str:
-    """The dtype whose peak the summary's overall "% of peak" uses: the one that carries the most
-    FLOPs (matmul work first); fp32 matmuls allowed to run as TF32 on GPU use the TF32 peak."""
-    totals: dict[str, list[int]] = {}
-    for c in costs:
-        if c.dtype is None:
-            continue
-        name = str(c.dtype).removeprefix("torch.")
-        acc = totals.setdefault(name, [0, 0])
-        acc[0] += c.matmul_flops
-        acc[1] += c.flops
-    if not totals:
-        return "float32"
-    name = max(totals, key=lambda k: tuple(totals[k]))
-    if name == "float32" and on_gpu and totals[name][0] > 0:
-        from .devices import tf32_enabled
+def _tf32_costs(costs: dict[int, Any], on_gpu: bool) -> dict[int, Any]:
+    """``costs`` with the roof of the float32 matmuls that ran on TF32 tensor cores named: on a GPU
+    with torch's TF32 switch on now (``allow_tf32``, ``set_float32_matmul_precision``), their
+    ``dtype`` becomes "tf32", which the trace's ``kernel_dtype`` args record, so that the summary's
+    headline dtype, every per-kernel roof and any later reading of the trace use the TF32 peak."""
+    if not on_gpu:
+        return costs
+    from dataclasses import replace
 
-        if tf32_enabled():
-            return "tf32"
-    return name
+    from .devices import tf32_enabled
+
+    if not tf32_enabled():
+        return costs
+    return {i: replace(c, dtype="tf32") if c.matmul_flops > 0 and str(c.dtype).removeprefix("torch.") == "float32"
+            else c for i, c in costs.items()}
 
 
 # Kineto's status lines ("USDT:... profiler_start", "STAGE:... Completed Stage: Warm Up"), which it

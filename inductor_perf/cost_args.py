@@ -164,16 +164,18 @@ def roof_bandwidth(device: Any, roof: str | None) -> float | None:
 
 
 def device_peak(device: Any, dtype: Any, matmul: bool) -> float | None:
-    """The roof for ``dtype`` (torch.dtype or its name) on ``device`` (rows keyed either way); the
-    rules of :func:`devices.matmul_peak_tflops` / :func:`devices.vector_peak_tflops`, by name."""
-    from .device_table import dtype_name, matmul_peak_tflops, tf32_enabled, vector_peak_tflops
+    """The roof for ``dtype`` (torch.dtype or its name; "tf32" for a float32 matmul that ran on TF32
+    tensor cores) on ``device`` (rows keyed either way); the rules of
+    :func:`devices.matmul_peak_tflops` / :func:`devices.vector_peak_tflops`, by name. Never this
+    process's TF32 switches: whether a trace's float32 matmuls ran as TF32 is decided where its costs
+    are made (the capture's switch, the kernel's name) and carried in the cost's dtype."""
+    from .device_table import dtype_name, matmul_peak_tflops, vector_peak_tflops
 
     if dtype is None:
         return None
     try:
         name = dtype_name(dtype)
-        value = (matmul_peak_tflops(device, name, tf32=name == "float32" and tf32_enabled()) if matmul
-                 else vector_peak_tflops(device, name))
+        value = (matmul_peak_tflops(device, name, tf32=False) if matmul else vector_peak_tflops(device, name))
     except (KeyError, LookupError, ValueError, TypeError, AttributeError):
         value = None
     value = evs.number(value)
@@ -201,11 +203,17 @@ def _classify(flops: int, nbytes: int, dur_us: float, peak_tflops: float | None,
 def device_from_trace(trace: dict) -> tuple[Any, str | None]:
     """The device row for the trace's GPU and a note saying how it was found, or None and why.
 
-    The first ``deviceProperties`` entry's name is looked up (:func:`device_table.find_row`; note
+    A trace our capture wrote carries the row it was measured against
+    (:func:`device_props.recorded_device`): that row, whatever machine reads the trace. Else the first ``deviceProperties`` entry's name is looked up (:func:`device_table.find_row`; note
     None); a name not in the table is recognised from the entry's properties
     (:func:`device_props.recognise`; note "recognised from properties (sm_80, 108 SMs, 40 GB) →
     NVIDIA A100 SXM4 40GB"). Torch-free: offline augmenting never imports torch.
     """
+    from .device_props import recognise, recorded_device
+
+    recorded = recorded_device(trace)
+    if recorded is not None:
+        return recorded
     props = trace.get("deviceProperties") if isinstance(trace, dict) else None
     entries = [d for d in props if isinstance(d, dict)] if isinstance(props, list) else []
     named = [d for d in entries if isinstance(d.get("name"), str) and d["name"].strip()]
@@ -214,7 +222,6 @@ def device_from_trace(trace: dict) -> tuple[Any, str | None]:
                       "that recorded a CPU trace are unknown)")
     entry = named[0]
     name = entry["name"]
-    from .device_props import recognise
     from .device_table import find_row, warn_unknown
 
     spec, why = find_row(name)

@@ -14,6 +14,8 @@ from .comm_costs import RPC_NAME, CommInfo, comm_cost
 from .event_cost import EventCost
 from .launch_join import copy_cost
 from .op_formulas import NO_SHAPES, UNKNOWN_OP
+from .device_spec import TF32
+from .roofs import tf32_kernel
 
 if TYPE_CHECKING:  # pragma: no cover
     from .op_costs import CostJoin
@@ -23,6 +25,10 @@ Label = Mapping[str, Any]
 for a collective with no recorded size)."""
 
 NO_LAUNCH_OP = "no_launch_op"
+
+
+def _name(ev: Any) -> Any:
+    return ev.get("name") if isinstance(ev, dict) else None
 
 
 def split_shares(total: int, weights: list[int]) -> list[int]:
@@ -156,7 +162,25 @@ class Placer:
         stats.ops_costed = costed
         stats.ops_lower_bound = lower
         join.labels = labels
+        self._tf32(groups)
         return costs
+
+    def _tf32(self, groups: Mapping[int, int | list[int]]) -> None:
+        """The kernels of a float32 matmul op of which one ran on TF32 tensor cores (its name says so:
+        :func:`roofs.tf32_kernel`) are measured against the TF32 roof: their costs' dtype becomes
+        "tf32" (a split-K reduce beside a ``tensorop_s1688gemm`` shares its op's work, and its roof).
+        Each such op's kernels are read again for their names: float32 GEMMs only."""
+        join, costs = self.join, self.costs
+        for op, ks in groups.items():
+            cost = join.own.get(op)
+            if cost is None or cost.matmul_flops <= 0 or str(cost.dtype).removeprefix("torch.") != "float32":
+                continue
+            ks = [ks] if type(ks) is int else ks
+            if any(tf32_kernel(_name(join.event(k))) for k in ks):
+                for k in ks:
+                    c = costs.get(k)
+                    if c is not None:
+                        costs[k] = replace(c, dtype=TF32)
 
     def _split(self, op: int, cost: EventCost, ks: list[int]) -> None:
         """Put ``cost`` on the kernels ``ks`` (two or more) of ``op``, in proportion to their durations

@@ -236,3 +236,87 @@ def recognise(entry: Any) -> tuple[DeviceSpec | None, str]:
         if spec is None:
             return None, f"properties ({label}) {why}"
     return spec, f"recognised from properties ({label}) → {spec.name}"
+
+
+# --- A device row recorded in the trace by our own capture ------------------------------------------
+RECORD_KEY = "inductor_perf"
+"""The top-level key of a trace under which our capture records what it measured the trace against:
+``{"device": <DeviceSpec.to_dict()> or null, "device_note": why there is none}``. Offline readers
+use that row, not this machine's peaks: a trace recorded on another machine keeps its own roofs."""
+
+
+def device_record(spec: DeviceSpec | None, note: str | None = None) -> dict[str, Any]:
+    """The :data:`RECORD_KEY` value of a capture that used ``spec`` (None: no peaks, ``note`` says
+    why). Strict JSON: a row's floats are finite.
+
+    >>> device_record(None, "no GPU")
+    {'device': None, 'device_note': 'no GPU'}
+    """
+    return {"device": spec.to_dict() if spec is not None else None, "device_note": note}
+
+
+_ROW_NUMBERS = ("mem_bandwidth_gbs",)
+_ROW_OPTIONAL_NUMBERS = ("mem_gb", "host_link_gbs", "interconnect_gbs")
+
+
+def _positive(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0 or value == float("inf"):
+        raise ValueError(f"{where}: expected a positive finite number, got {value!r}")
+    return float(value)
+
+
+def spec_from_dict(d: Any) -> DeviceSpec:
+    """The :class:`DeviceSpec` that :meth:`DeviceSpec.to_dict` wrote (a recorded row); ValueError
+    naming the field when ``d`` is not one."""
+    if not isinstance(d, Mapping):
+        raise ValueError(f"device row: expected a table, got {type(d).__name__}")
+    name, vendor = d.get("name"), d.get("vendor", "unknown")
+    if not isinstance(name, str) or not name.strip() or not isinstance(vendor, str):
+        raise ValueError("device row: expected a non-empty 'name' and a 'vendor' string")
+    peaks = {}
+    for field in ("peak_tflops", "vector_tflops"):
+        table = d.get(field) or {}
+        if not isinstance(table, Mapping) or not all(isinstance(k, str) for k in table):
+            raise ValueError(f"device row {field}: expected a table of dtype name -> TFLOP/s")
+        peaks[field] = {k: _positive(v, f"device row {field}.{k}") for k, v in table.items()}
+    numbers = {k: _positive(d.get(k), f"device row {k}") for k in _ROW_NUMBERS}
+    numbers.update({k: _positive(d[k], f"device row {k}") for k in _ROW_OPTIONAL_NUMBERS if d.get(k) is not None})
+    caches = []
+    for row in d.get("cache_roofs") or ():
+        if not (isinstance(row, (list, tuple)) and len(row) == 4 and isinstance(row[0], str) and isinstance(row[3], str)
+                and isinstance(row[2], int) and not isinstance(row[2], bool)):
+            raise ValueError(f"device row cache_roofs: expected [level, GB/s, bytes, source], got {row!r}")
+        caches.append((row[0], _positive(row[1], f"device row cache_roofs {row[0]}"), row[2], row[3]))
+    texts = {k: d[k] for k in ("source_url", "source_note", "peak_source", "device_type", "arch")
+             if isinstance(d.get(k), str)}
+    sm = d.get("sm_count")
+    return DeviceSpec(name=name, vendor=vendor, peak_tflops=peaks["peak_tflops"],
+                      vector_tflops=peaks["vector_tflops"], **numbers, **texts,
+                      sparse_halved=tuple(k for k in d.get("sparse_halved") or () if isinstance(k, str)),
+                      sm_count=sm if isinstance(sm, int) and not isinstance(sm, bool) else None,
+                      mem_gb_variants=tuple(float(v) for v in d.get("mem_gb_variants") or ()
+                                            if isinstance(v, (int, float)) and not isinstance(v, bool)),
+                      cache_roofs=tuple(caches))
+
+
+def recorded_device(trace: Any) -> tuple[DeviceSpec | None, str] | None:
+    """The device row our capture recorded in ``trace`` (:data:`RECORD_KEY`) and the note saying so,
+    or (None, why) when it recorded none; None when the trace has no readable record (another
+    tool's trace: its device is recognised from ``deviceProperties`` instead).
+
+    >>> recorded_device({"traceEvents": []}) is None
+    True
+    """
+    block = trace.get(RECORD_KEY) if isinstance(trace, Mapping) else None
+    if not isinstance(block, Mapping) or "device" not in block:
+        return None
+    row = block["device"]
+    if row is None:
+        why = block.get("device_note")
+        return None, f"the capture recorded no device peaks ({why})" if isinstance(why, str) and why else \
+            "the capture recorded no device peaks"
+    try:
+        spec = spec_from_dict(row)
+    except (ValueError, TypeError) as e:
+        return None, f"the device row recorded in the trace is unreadable ({e}): achieved % left out"
+    return spec, "peaks recorded with the trace by its capture"

@@ -237,6 +237,10 @@ class LaunchIndex:
         """Indices of flow events ("s"/"f"), parsed in :meth:`launches` only if a kernel needs them;
         :meth:`index` appends to it, and a caller that sees ``ph`` first may append flows itself."""
 
+    def event(self, i: int) -> Any:
+        """Event ``i`` read again (the ``load`` given), for what only some events need."""
+        return self._load(i)
+
     def index(self, i: int, ev: dict) -> tuple[int, dict] | None:
         """Index event ``i`` (a dict). Returns ``(kind, args)`` for a device kernel (:data:`KERNEL`)
         and a CPU scope (:data:`OP` or :data:`SCOPE`), the events a caller may cost; else None."""

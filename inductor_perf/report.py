@@ -107,9 +107,43 @@ def fmt_si(x: float | None) -> str:
     return _sig(x)
 
 
-def _roof_pct(row: dict[str, Any]) -> float | None:
-    vals = [v for v in (row.get("flops_pct"), row.get("bandwidth_pct")) if _finite(v)]
-    return max(vals) if vals else None
+def _placement(row: dict[str, Any]) -> dict[str, Any]:
+    p = row.get("placement")
+    return p if isinstance(p, dict) else {}
+
+
+_SHORT_ROOFS = {"host link": "host", "interconnect": "ic", "float64": "fp64", "float32": "fp32", "bfloat16": "bf16",
+                "float16": "fp16", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8", "float8_e4m3fnuz": "fp8",
+                "float8_e5m2fnuz": "fp8"}
+"""Roof names in a narrow text column (the footnote spells them out); JSON and the page keep the full names."""
+
+
+def _roof_name(p: dict[str, Any], short: bool = False) -> str:
+    """The roof that binds a kernel: its memory level or link, or its compute roof's dtype."""
+    if p.get("bound") == "memory":
+        name = p.get("level") or _NA
+    elif p.get("bound") == "compute":
+        name = (p.get("compute_roof") or _NA).split(" ")[0]
+    else:
+        return _NA
+    return _SHORT_ROOFS.get(name, name) if short else name
+
+
+def _peak_cell(row: dict[str, Any]) -> str:
+    """% of the roof that binds the kernel and that roof's name, starred when above it (its reason is
+    in the footnote)."""
+    p = _placement(row)
+    if not _finite(p.get("pct_of_roof")):
+        return _NA
+    return f"{fmt_pct(p['pct_of_roof'])} {_roof_name(p, short=True)}" + ("*" if p.get("above_roof_reason") else "")
+
+
+def above_roof_lines(rows: list[dict[str, Any]]) -> list[str]:
+    """One "name: reason" per row above its roof (``*`` in the Peak column), for a footnote."""
+    from .kernel_names import short_name
+
+    return [f"{short_name(r['name'])}: {fmt_pct(_placement(r)['pct_of_roof'])} of {_roof_name(_placement(r))}, "
+            f"{_placement(r)['above_roof_reason']}" for r in rows if _placement(r).get("above_roof_reason")]
 
 
 def _short_source(src: str | None) -> str:
@@ -214,25 +248,38 @@ def _split_text(d: dict[str, Any]) -> str:
     return ", ".join(f"{KIND_LABELS.get(k, k)} {fmt_pct(d['time_split_pct'].get(k))}" for k in kinds)
 
 
+def _na_pct(pct: float | None) -> str:
+    """A headline percentage, "n/a" when unknown."""
+    return fmt_pct(pct) if _finite(pct) else "n/a"
+
+
 def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
     pairs: list[tuple[str, str]] = []
     ev = f"{fmt_count(d['events_used'])} events"
     nskip = sum(d["skipped"].values())
     if nskip:
         ev += f", {fmt_count(nskip)} skipped"
-    pairs.append(("Window", f"{fmt_time_us(d['wall_us'])}  ({ev})"))
+    basis = d.get("window_basis")
+    span = {"steps": f"{len(d.get('steps') or [])} recorded step(s)", "kernels": "first to last kernel",
+            "events": "first to last event"}.get(basis) if isinstance(basis, str) else None
+    pairs.append(("Window", f"{fmt_time_us(d['wall_us'])}  ({span + '; ' if span else ''}{ev})"))
     pairs.append(("Device busy", f"{fmt_pct(d['busy_pct'])}  ({fmt_time_us(d['busy_us'])} busy in "
                                  f"{fmt_count(d['kernel_count'])} kernels on {d['timelines']} timeline(s); "
                                  f"definition: {d['kernel_definition']})"))
     pairs.append(("Idle", f"{fmt_time_us(d['idle_us'])}  ({fmt_count(d['gap_count'])} gaps)"))
     pairs.append(("Kernel time", f"{fmt_time_us(d['kernel_time_us'])}: {_split_text(d)}"))
+    unknown = d.get("flops_unknown")
     if d["achieved_tflops"] is None and d["achieved_gbps"] is None:
-        ach = "unknown (no kernel_flop / kernel_num_gb args in this trace)"
+        ach = f"n/a ({unknown or 'no kernel_flop / kernel_num_gb args in this trace'})"
     else:
-        ach = f"{fmt_tflops(d['achieved_tflops'])}, {fmt_gbps(d['achieved_gbps'])}"
-    if d["flop"] is not None:
-        ach += f"  ({fmt_flop(d['flop'])}, {fmt_gb(d['gb'])} moved; FLOPs known for " \
-               f"{fmt_pct(d['flop_coverage_pct'])} of kernel time)"
+        flops = fmt_tflops(d["achieved_tflops"]) if d["achieved_tflops"] is not None else "n/a FLOP/s"
+        ach = f"{flops}, {fmt_gbps(d['achieved_gbps']) if d['achieved_gbps'] is not None else 'n/a B/s'}"
+        if d["flop"] is not None:
+            ach += f"  ({fmt_flop(d['flop'])}, {fmt_gb(d['gb'])} moved; FLOPs known for " \
+                   f"{fmt_pct(d['flop_coverage_pct'])} of compute-kernel time)"
+        elif unknown:
+            ach += f"  ({fmt_gb(d['gb'])} moved; FLOP/s n/a: {unknown})" if d["gb"] is not None else \
+                f"  (FLOP/s n/a: {unknown})"
     pairs.append(("Achieved", ach))
     if d.get("costed_time_pct") is not None or d.get("costs_note"):
         costed = f"{fmt_pct(d.get('costed_time_pct'))} of kernel time carries a cost (FLOPs, bytes or a " \
@@ -246,10 +293,12 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
     p = d["peak"]
     note = d.get("device_note")
     if p["peak_tflops"] is not None or p["mem_bandwidth_gbs"] is not None:
-        pairs.append(("Of peak", f"{fmt_pct(d['flops_pct_of_peak'])} of {fmt_tflops(p['peak_tflops'])} "
-                                 f"{p['dtype'] or ''}, {fmt_pct(d['bandwidth_pct_of_peak'])} of "
+        pairs.append(("Of peak", f"{_na_pct(d['flops_pct_of_peak'])} of {fmt_tflops(p['peak_tflops'])} "
+                                 f"{p['dtype'] or ''}, {_na_pct(d['bandwidth_pct_of_peak'])} of "
                                  f"{fmt_gbps(p['mem_bandwidth_gbs'])}  (device: {p['device'] or '?'}"
                                  f"{'; ' + note if note else ''}; peaks: {p['peak_source'] or '?'})"))
+        if d.get("above_peak_reason"):
+            pairs[-1] = ("Of peak", pairs[-1][1] + f"; above 100 %: {d['above_peak_reason']}")
     else:
         pairs.append(("Of peak", f"unknown ({note or 'no device peaks given'})"))
     dist = d.get("distributed")
@@ -274,7 +323,7 @@ def _kernel_table(d: dict[str, Any], fmt: str) -> _Table:
     headers = ["Kernel", "Calls", "Total", "Mean", "Busy", "FLOP", "Bytes", "Peak", "Bound", "Source"]
     rows = [[r["name"], r["count"], fmt_time_us(r["total_us"]), fmt_time_us(r["mean_us"]),
              fmt_pct(r["share_of_busy_pct"]), fmt_si(r["flop"]),
-             fmt_si(r["gb"] * 1e9 if _finite(r["gb"]) else None), fmt_pct(_roof_pct(r)),
+             fmt_si(r["gb"] * 1e9 if _finite(r["gb"]) else None), _peak_cell(r),
              r["bound"] or _NA, _short_source(r["source"])]
             for r in d["top_kernels"]]
     align = list("lrrrrrrrll")
@@ -288,9 +337,15 @@ def _kernel_table(d: dict[str, Any], fmt: str) -> _Table:
     shown = readable_names([r[0] for r in rows], width)
     for r in rows:
         r[0] = shown[r[0]]
-    return (f"Top kernels by total time ({len(rows)} of {d['distinct_kernels']}; Peak = % of the nearer "
-            "roof, compute or memory)", headers, rows, align, [0],
-            "Busy = % of the device-busy time (union over all streams) during which the row's kernels ran")
+    foot = ("Busy = % of the device-busy time (union over all streams) during which the row's kernels ran; "
+            "Peak = % of the roof that binds the kernel at its intensity, and which: a memory level, a "
+            "link (host: to the host, ic: the GPU interconnect) or the compute roof of its dtype (tf32: a "
+            "float32 GEMM on TF32 tensor cores)")
+    above = above_roof_lines(d["top_kernels"])
+    if above:
+        foot += "; * above its roof: " + "; ".join(above)
+    return (f"Top kernels by total time ({len(rows)} of {d['distinct_kernels']}; Peak = % of the roof that "
+            "binds)", headers, rows, align, [0], foot)
 
 
 def _steps_table(d: dict[str, Any]) -> _Table | None:

@@ -63,8 +63,9 @@ def default_report_path(path: str) -> str:
 
 # --- Kernels -> points -------------------------------------------------------------------------------
 def kernel_views(summary: Any, roofs: Roofs | None, keys: Iterator[str]) -> list[KernelView]:
-    """Every kernel row of ``summary`` (most time first) placed against ``roofs``; the ones with
-    FLOPs or bytes get a key from ``keys`` and a point."""
+    """Every kernel row of ``summary`` (most time first) with the placement the summary made of it
+    (the same roof as the text and the JSON); the ones with FLOPs or bytes get a key from ``keys``
+    and a point. A row without one (a summary made without roofs) is placed against ``roofs``."""
     from .roofline_plot import chartable
 
     rows = summary.all_kernels or summary.top_kernels
@@ -72,9 +73,10 @@ def kernel_views(summary: Any, roofs: Roofs | None, keys: Iterator[str]) -> list
     for r in rows:
         nbytes = r.gb * 1e9 if r.gb is not None else None
         charted = chartable(r.flop, nbytes, r.total_us)
-        p = place(r.flop, nbytes, r.total_us, r.count, r.dtype, roofs, matrix=r.kind in MATRIX_KINDS) \
-            if charted else None
-        views.append(KernelView(next(keys) if charted else "", r, p, charted))
+        p = getattr(r, "placement", None)
+        if p is None and charted and roofs is not None:
+            p = place(r.flop, nbytes, r.total_us, r.count, r.dtype, roofs, matrix=r.kind in MATRIX_KINDS)
+        views.append(KernelView(next(keys) if charted else "", r, p if charted or p is not None else None, charted))
     return views
 
 
@@ -98,7 +100,7 @@ def hover_text(v: KernelView) -> str:
              f"achieved: {rp.fmt_tflops(r.achieved_tflops)}, {rp.fmt_gbps(r.achieved_gbps)}"]
     if p is not None and p.pct_of_roof is not None:
         roof = (f"{p.level} {rp.fmt_gbps(p.memory_gbps)}" if p.bound == "memory"
-                else f"{r.dtype or 'float32'} {rp.fmt_tflops(p.compute_tflops)}")
+                else f"{p.compute_roof or r.dtype or 'float32'} {rp.fmt_tflops(p.compute_tflops)}")
         lines.append(f"of roof: {rp.fmt_pct(p.pct_of_roof)} ({p.bound}-bound; roof {roof})")
     else:
         lines.append("of roof: - (no roof for this device)")
@@ -114,8 +116,9 @@ def _roofs_html(roofs: Roofs | None, d: dict[str, Any]) -> str:
         return f"<p><b>Roofs:</b> none ({esc(why)}); points are placed, but no roof is drawn.</p>"
     comp = ", ".join(f"{c.dtype} {c.unit} {rp.fmt_tflops(c.tflops)} ({c.source})" for c in roofs.compute)
     mem = ", ".join(f"{m.level} {rp.fmt_gbps(m.gbps)} ({m.source})" for m in roofs.memory)
+    links = ", ".join(f"{m.level} {rp.fmt_gbps(m.gbps)} a direction ({m.source})" for m in roofs.links)
     return (f"<p><b>Roofs of {esc(roofs.device or '?')}</b> ({esc(roofs.note)}): compute {esc(comp or '-')}; "
-            f"memory {esc(mem or '-')}.</p>")
+            f"memory {esc(mem or '-')}{'; links ' + esc(links) if links else ''}.</p>")
 
 
 def _chart_html(views: list[KernelView], roofs: Roofs | None, label: str, index: int) -> tuple[str, bool]:

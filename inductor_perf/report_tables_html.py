@@ -76,17 +76,33 @@ def kernel_table(views: Sequence[KernelView], distinct: int, *, linked: bool = T
             _name_cell(r.name, names[r.name], v.key if v.charted and linked else None), esc(rp.fmt_count(r.count)),
             esc(rp.fmt_time_us(r.total_us)), esc(rp.fmt_time_us(r.mean_us)), esc(rp.fmt_pct(r.share_of_busy_pct)),
             esc(rp.fmt_flop(r.flop)), esc(rp.fmt_gb(r.gb)), esc(rp.fmt_tflops(r.achieved_tflops)),
-            esc(rp.fmt_gbps(r.achieved_gbps)), esc(rp.fmt_pct(p.pct_of_roof if p else None)),
+            esc(rp.fmt_gbps(r.achieved_gbps)), _of_roof_cell(p),
             esc(_bound_text(p, r)), esc(r.dtype or "-"), esc(rp._short_source(r.source)),
             esc(r.module_path or "-")])
     note = "; a linked name is a point on the chart" if linked else ""
-    return table(f"Kernels by total time ({len(rows)} of {distinct}{note})",
-                 ["Kernel", "Calls", "Total", "Mean", "Busy", "FLOP", "Bytes", "FLOP/s", "B/s", "Of roof",
-                  "Bound", "Dtype", "Source", "Module"], rows, list("lrrrrrrrrrllll"),
-                 "Of roof = achieved FLOP/s or bytes/s as a % of the roof that binds at the kernel's intensity "
-                 "(its dtype's compute roof, or the memory roof of the level it is placed at); Busy = % of "
-                 "the device-busy time during which the kernel ran (top rows of the summary only)",
-                 raw=True, table_id=table_id)
+    above = [f"{v.row.name}: {rp.fmt_pct(v.placement.pct_of_roof)} of {v.placement.roof}, "
+             f"{v.placement.above_roof_reason}" for v in shown_views
+             if v.placement is not None and v.placement.above_roof_reason]
+    out = table(f"Kernels by total time ({len(rows)} of {distinct}{note})",
+                ["Kernel", "Calls", "Total", "Mean", "Busy", "FLOP", "Bytes", "FLOP/s", "B/s", "Of roof",
+                 "Bound", "Dtype", "Source", "Module"], rows, list("lrrrrrrrrrllll"),
+                "Of roof = achieved FLOP/s or bytes/s as a % of the roof that binds at the kernel's intensity "
+                "(its dtype's compute roof, the memory level it is placed at, or its link), as in the text and "
+                "JSON summaries; * = above it, why below; Busy = % of the device-busy time during which the "
+                "kernel ran (top rows of the summary only)", raw=True, table_id=table_id)
+    if above:
+        out += ("\n<p class='foot'>Above their roof (*):</p><ul class='notes above-roof'>"
+                + "".join(f"<li>{esc(a)}</li>" for a in above) + "</ul>")
+    return out
+
+
+def _of_roof_cell(p: Any) -> str:
+    """A kernel's % of its roof, starred with the reason as the cell's title when above it."""
+    if p is None:
+        return esc(rp.fmt_pct(None))
+    if p.above_roof_reason:
+        return f"<span title='{esc(p.above_roof_reason)}'>{esc(rp.fmt_pct(p.pct_of_roof))}*</span>"
+    return esc(rp.fmt_pct(p.pct_of_roof))
 
 
 def _bound_text(placement: Any, row: Any) -> str:

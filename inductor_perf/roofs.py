@@ -21,6 +21,9 @@ from .kernel_kinds import KIND_ATTENTION, KIND_CONV, KIND_EXTERN_MATMUL, KIND_MA
 MATRIX_KINDS = frozenset({KIND_EXTERN_MATMUL, KIND_MATMUL, KIND_CONV, KIND_ATTENTION})
 """Kernel kinds measured against the matrix units' compute roof (``place(..., matrix=True)``)."""
 
+LINK_LEVELS = {"host_link": "host link", "interconnect": "interconnect"}
+"""A kernel's ``memory_roof`` arg -> the level name of its link roof (:attr:`Roofs.links`)."""
+
 MAIN_MEMORY = ("DRAM", "HBM")
 """Level names of a device's main memory (CPU: DRAM; GPU: HBM or GDDR, called HBM here)."""
 
@@ -28,6 +31,26 @@ TIMER_FLOOR_US = 2.0
 """Launches shorter than this are not timed reliably: a CPU op's profiler span includes entering and
 leaving the record_function (about a microsecond on the machines this was measured on), and the
 kernels' own work is then a fraction of the measured duration either way."""
+
+
+TF32_NAME_TOKENS = ("tf32", "TF32", "xf32", "XF32", "s1688gemm")
+"""Parts of a GEMM kernel's name that say it multiplies float32 inputs on TF32 tensor cores: cuBLAS /
+CUTLASS ``*_tf32*`` (``sm80_xmma_gemm_f32f32_tf32f32_f32_*``, ``cutlass3x_sm90_*tf32gemm*``),
+hipBLASLt / rocBLAS ``XF32``, and CUTLASS's sm80 ``tensorop_s1688gemm`` (``s``: float32 operands,
+``1688``: the 16x8x8 TF32 MMA shape), the kernels cuBLAS runs for float32 matmuls under
+``allow_tf32``. docs/devices.md ("TF32 and vector roofs")."""
+
+
+def tf32_kernel(name: object) -> bool:
+    """Whether a GEMM kernel's name says it ran on TF32 tensor cores (:data:`TF32_NAME_TOKENS`);
+    meaningful for kernels launched by a float32 matmul op only.
+
+    >>> tf32_kernel("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4>(...)")
+    True
+    >>> tf32_kernel("ampere_sgemm_128x64_nn"), tf32_kernel("cutlass_80_tensorop_bf16_s16816gemm_relu")
+    (False, False)
+    """
+    return isinstance(name, str) and any(t in name for t in TF32_NAME_TOKENS)
 
 
 @dataclass(frozen=True)
@@ -63,9 +86,17 @@ class Roofs:
     compute: tuple[ComputeRoof, ...]
     memory: tuple[MemoryRoof, ...]
     note: str = ""
+    links: tuple[MemoryRoof, ...] = ()
+    """The link roofs (level "host link", "interconnect"): host copies and collectives are measured
+    against these, never against a memory level; not drawn on the chart."""
 
     def main_memory(self) -> MemoryRoof | None:
         return self.memory[-1] if self.memory else None
+
+    def link(self, roof: str) -> MemoryRoof | None:
+        """The link roof named by a kernel's ``memory_roof`` arg ("host_link", "interconnect")."""
+        level = LINK_LEVELS.get(roof)
+        return next((m for m in self.links if m.level == level), None)
 
     def compute_roof(self, dtype: str | None, matrix: bool) -> ComputeRoof | None:
         """The roof for ``dtype`` on the matrix (GEMM-like kernels) or vector unit, falling back to the
@@ -80,14 +111,16 @@ class Roofs:
 
     def to_dict(self) -> dict[str, Any]:
         return {"device": self.device, "compute": [asdict(c) for c in self.compute],
-                "memory": [asdict(m) for m in self.memory], "note": self.note}
+                "memory": [asdict(m) for m in self.memory], "note": self.note,
+                "links": [asdict(m) for m in self.links]}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "Roofs":
         """The inverse of :meth:`to_dict` (a report reading roofs back from JSON)."""
         try:
             return cls(d.get("device"), tuple(ComputeRoof(**c) for c in d.get("compute") or ()),
-                       tuple(MemoryRoof(**m) for m in d.get("memory") or ()), str(d.get("note") or ""))
+                       tuple(MemoryRoof(**m) for m in d.get("memory") or ()), str(d.get("note") or ""),
+                       tuple(MemoryRoof(**m) for m in d.get("links") or ()))
         except (TypeError, AttributeError) as e:
             raise ValueError(f"roofs: expected the dict Roofs.to_dict() writes ({e})") from None
 
@@ -106,6 +139,15 @@ class Placement:
     bound: str
     pct_of_roof: float | None
     above_roof_reason: str | None = None
+    compute_roof: str | None = None
+    """The compute roof's name: its dtype and unit ("tf32 matrix", "float32 vector")."""
+
+    @property
+    def roof(self) -> str | None:
+        """The name of the roof that binds: the memory level, or the compute roof; None when unknown."""
+        if self.bound == "memory":
+            return self.level
+        return self.compute_roof if self.bound == "compute" else None
 
 
 def _key_name(k: Any) -> str:
@@ -170,7 +212,11 @@ def roofs_for(device: Any) -> Roofs | None:
             memory = _cache_roofs(getattr(device, "cache_roofs", None) or ())
             note += _levels_note(memory)
         memory.append(MemoryRoof("DRAM" if cpu else "HBM", float(bw), None, source))
-    return Roofs(getattr(device, "name", None), tuple(compute), tuple(memory), note=note)
+    links = tuple(MemoryRoof(LINK_LEVELS[key], float(v), None, source)
+                  for key, v in (("host_link", getattr(device, "host_link_gbs", None)),
+                                 ("interconnect", getattr(device, "interconnect_gbs", None)))
+                  if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0)
+    return Roofs(getattr(device, "name", None), tuple(compute), tuple(memory), note=note, links=links)
 
 
 def _level_for(roofs: Roofs | None, working_set: float | None) -> MemoryRoof | None:
@@ -192,9 +238,20 @@ def _bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+def _source_words(source: str) -> str:
+    """What a roof's source says of its figure, for a reason: "a datasheet figure", "computed from the
+    ISA, clock and threads", ..."""
+    if source.startswith("estimate"):
+        return f"an estimate ({source.split(';')[0]})"
+    return {"datasheet": "a datasheet figure", "computed": "computed from the ISA, clock and threads (not measured)",
+            "user": "given by the user"}.get(source, source)
+
+
 def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set: float | None) -> list[str]:
     """Why a memory-bound kernel can show above ``mem``'s roof, from what the numbers establish."""
     why: list[str] = []
+    if mem.level in LINK_LEVELS.values():
+        return why
     if working_set is None and len(roofs.memory) > 1:
         why.append(f"launch count unknown: placed against {mem.level}, though its data may have stayed in a cache")
     faster = [m for m in roofs.memory if m.capacity_bytes is not None and m.gbps > mem.gbps
@@ -206,16 +263,46 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
         why.append(f"counted bytes exceed what moved through {mem.level}: its rate is within the {f.level} roof "
                    f"({100.0 * ach_gbps / f.gbps:.0f} %), so part of its data was served from {f.level}{ws} — "
                    "inputs read more than once, or left there by the kernel before")
+    elif mem.capacity_bytes is None and mem.source in ("datasheet", "measured") and not faster:
+        # No device moves more through its main memory than its datasheet (or a measured copy) allows:
+        # the counted bytes include reads served by the caches in front of it.
+        why.append(f"the {mem.level} roof is {_source_words(mem.source)} ({mem.gbps:.0f} GB/s) that no kernel's "
+                   f"{mem.level} traffic exceeds, so its counted bytes include data served from the on-chip "
+                   "caches (inputs or rows read more than once count each time)")
     if mem.source.startswith("estimate") or mem.source == "computed":  # a datasheet figure is no estimate
         why.append(f"the {mem.level} roof is an estimate ({mem.gbps:.0f} GB/s, {mem.source.split(';')[0]}): "
-                   "`inductor-perf calibrate` measures it")
+                   "`inductor-perf calibrate` on the machine that recorded the trace measures it")
+    return why
+
+
+def _compute_reasons(roofs: Roofs, comp: ComputeRoof, ach_tflops: float) -> list[str]:
+    """Why a compute-bound kernel can show above ``comp``'s roof."""
+    if comp.source == "measured":
+        return [f"the {comp.dtype} {comp.unit} roof is calibrate's best GEMM rate, a lower bound of the peak, "
+                "and this kernel ran faster"]
+    why: list[str] = []
+    if comp.dtype == "float32" and comp.unit == "matrix":
+        tf32 = roofs.compute_roof(TF32, True)
+        if tf32 is not None and tf32.dtype == TF32 and ach_tflops <= tf32.tflops:
+            why.append(f"faster than float32 units allow: it ran on TF32 tensor cores (roof {tf32.tflops:g} "
+                       f"TFLOP/s, {100.0 * ach_tflops / tf32.tflops:.0f} % of it), though its name does not say "
+                       "so (docs/devices.md, TF32)")
+    if comp.source == "computed":
+        why.append(f"the {comp.dtype} {comp.unit} roof is {_source_words(comp.source)}: `inductor-perf calibrate` "
+                   "on the machine that recorded the trace measures it")
+    elif comp.source == "datasheet" and not why:
+        why.append(f"the {comp.dtype} {comp.unit} roof is a datasheet peak ({comp.tflops:g} TFLOP/s) no kernel "
+                   "exceeds on those units: it ran on faster units than its dtype's roof assumes, or its counted "
+                   "FLOPs exceed the work done")
     return why
 
 
 def _above_roof_reason(roofs: Roofs, bound: str, mem: MemoryRoof | None, comp: ComputeRoof | None,
-                       pct: float, ach_gbps: float, working_set: float | None, mean_us: float | None) -> str:
+                       pct: float, ach_gbps: float, ach_tflops: float, working_set: float | None,
+                       mean_us: float | None) -> str:
     """Why a kernel shows above its roof, each reason one the numbers establish (duration, working set
-    against the levels, the roof's source); "unexplained: ..." when none does."""
+    against the levels, the roof's source); "unexplained: ..." when none does. Never advice to
+    measure this machine: the trace may have been recorded on another."""
     why: list[str] = []
     if mean_us is not None and mean_us < TIMER_FLOOR_US:
         why.append(f"its mean launch ({mean_us:.2f} µs) is shorter than the profiler times reliably "
@@ -223,12 +310,7 @@ def _above_roof_reason(roofs: Roofs, bound: str, mem: MemoryRoof | None, comp: C
     if bound == "memory" and mem is not None:
         why += _memory_reasons(roofs, mem, ach_gbps, working_set)
     elif bound == "compute" and comp is not None:
-        if comp.source == "measured":
-            why.append(f"the {comp.dtype} {comp.unit} roof is calibrate's best GEMM rate, a lower bound of the "
-                       "peak, and this kernel ran faster")
-        elif comp.source != "user":
-            why.append(f"the {comp.dtype} {comp.unit} roof is {comp.source}, not measured: "
-                       "`inductor-perf calibrate` measures it")
+        why += _compute_reasons(roofs, comp, ach_tflops)
     if why:
         return "; ".join(why)
     roof = mem.level if bound == "memory" and mem is not None else "compute"
@@ -237,39 +319,37 @@ def _above_roof_reason(roofs: Roofs, bound: str, mem: MemoryRoof | None, comp: C
 
 
 def place(flop: float | None, nbytes: float | None, total_us: float | None, count: int | None,
-          dtype: str | None, roofs: Roofs | None, *, matrix: bool = False) -> Placement:
+          dtype: str | None, roofs: Roofs | None, *, matrix: bool = False,
+          memory_roof: str | None = None) -> Placement:
     """Put a kernel (its totals over ``count`` launches) against ``roofs``: the memory level is the
     smallest whose capacity holds its working set per launch (``nbytes / count``; main memory when it
-    fits none or ``count`` is unknown), the compute roof that of its ``dtype`` and unit; ``bound`` is
-    the lower of the two at its intensity and ``pct_of_roof`` the percentage of it achieved. Above
-    100 %, ``above_roof_reason`` says why (:func:`_above_roof_reason`).
+    fits none or ``count`` is unknown), or the link its ``memory_roof`` names ("host_link",
+    "interconnect": a host copy, a collective); the compute roof that of its ``dtype`` ("tf32" for a
+    float32 GEMM that ran on TF32 tensor cores) and unit; ``bound`` is the lower of the two at its
+    intensity and ``pct_of_roof`` the percentage of it achieved. Above 100 %, ``above_roof_reason``
+    says why (:func:`_above_roof_reason`).
 
     >>> r = Roofs("cpu", (ComputeRoof("float32", 1.0, "vector", "measured"),),
     ...           (MemoryRoof("L2", 200.0, 4 << 20, "measured"), MemoryRoof("DRAM", 20.0, None, "measured")))
     >>> p = place(flop=1e6, nbytes=2e6, total_us=20.0, count=2, dtype="float32", roofs=r)
     >>> p.level, p.bound, round(p.pct_of_roof, 1)  # 1 MB per launch fits L2; 2e6 B / 20 µs = 100 GB/s
     ('L2', 'memory', 50.0)
-
-    An fp32 GEMM faster than the fp32 matrix roof ran on TF32 units: the ``"tf32"`` roof applies when
-    the device has one.
     """
     working_set = nbytes / count if nbytes and count and count > 0 else None
-    mem = _level_for(roofs, working_set)
+    link = roofs.link(memory_roof) if roofs is not None and memory_roof in LINK_LEVELS else None
+    if memory_roof in LINK_LEVELS:
+        mem = link  # a host copy or a collective is never measured against a memory level
+    else:
+        mem = _level_for(roofs, working_set)
     comp = roofs.compute_roof(dtype, matrix) if roofs is not None else None
     gbps = mem.gbps if mem is not None else None
     tflops = comp.tflops if comp is not None else None
     level = mem.level if mem is not None else None
+    name = f"{comp.dtype} {comp.unit}" if comp is not None else None
     if not total_us or total_us <= 0 or (not flop and not nbytes):
-        return Placement(level, gbps, tflops, "unknown", None)
+        return Placement(level, gbps, tflops, "unknown", None, compute_roof=name)
     ach_tflops = (flop or 0) / (total_us * 1e6)
     ach_gbps = (nbytes or 0) / (total_us * 1e3)
-    if (matrix and dtype == "float32" and comp is not None and comp.dtype == "float32" and roofs is not None
-            and ach_tflops > comp.tflops):
-        # Faster than the fp32 matrix roof allows: the GEMM ran on TF32 tensor cores
-        # (torch.backends.cuda.matmul.allow_tf32 / set_float32_matmul_precision), whose roof applies.
-        tf32 = roofs.compute_roof(TF32, True)
-        if tf32 is not None and tf32.dtype == TF32:
-            comp, tflops = tf32, tf32.tflops
     # The binding roof at this intensity: min(compute, intensity x bandwidth of the level).
     if tflops is not None and gbps is not None and nbytes:
         bound = "compute" if (flop or 0) / nbytes * gbps / 1e3 >= tflops else "memory"
@@ -278,10 +358,10 @@ def place(flop: float | None, nbytes: float | None, total_us: float | None, coun
     elif gbps is not None and nbytes:
         bound = "memory"
     else:
-        return Placement(level, gbps, tflops, "unknown", None)
+        return Placement(level, gbps, tflops, "unknown", None, compute_roof=name)
     pct = 100.0 * (ach_tflops / tflops if bound == "compute" else ach_gbps / gbps)
     reason = None
     if pct > 100.0 and roofs is not None:
         mean_us = total_us / count if count and count > 0 else None
-        reason = _above_roof_reason(roofs, bound, mem, comp, pct, ach_gbps, working_set, mean_us)
-    return Placement(level, gbps, tflops, bound, pct, reason)
+        reason = _above_roof_reason(roofs, bound, mem, comp, pct, ach_gbps, ach_tflops, working_set, mean_us)
+    return Placement(level, gbps, tflops, bound, pct, reason, compute_roof=name)

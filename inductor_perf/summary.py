@@ -27,14 +27,16 @@ from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
 from . import events as evs
-from .kernel_names import short_name
-from .kernel_kinds import KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
+from .kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET, KIND_OTHER,
+                           KINDS, kernel_kind)
 from .summary_comm import ComputeSums, comm_view
 from .summary_coverage import coverage
-from .summary_idle import busy_window, idle_tables, launching_threads
+from .summary_idle import WINDOW_BASES, busy_window, idle_tables, launching_threads
 from .summary_kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX,
                               KERNEL_DEFINITIONS, TraceKernels, _Ev, _num, _parse, headline_dtype,
                               select_kernels)
+from .roofs import Roofs
+from .summary_roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .summary_steps import slowest_step, step_rows
 from .summary_rows import (GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, _g, _pct,
                            _r)
@@ -73,6 +75,12 @@ def _device_peaks(device: Any, dtype: str) -> PeakInfo:
 
 
 # --- Per-kernel, per-module and per-line sums ------------------------------------------------------------
+NOT_COMPUTE = frozenset({KIND_MEMCPY, KIND_MEMSET, KIND_COLLECTIVE})
+"""Kinds whose FLOP count (0) does not make a trace's FLOP figures known."""
+COPY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+"""Categories of device copies and fills: their 0 FLOPs neither, whatever op launched them (a memset
+launched by ``aten::mm`` is of kind matmul in the time split)."""
+
 @dataclass
 class _Acc:
     """Running sums over the calls of one kernel name, module path or source line."""
@@ -103,6 +111,7 @@ class _KernelAcc(_Acc):
     source: defaultdict[str, float] = field(default_factory=_weights)
     module: defaultdict[str, float] = field(default_factory=_weights)
     dtype: defaultdict[str, float] = field(default_factory=_weights)
+    memory_roof: defaultdict[str, float] = field(default_factory=_weights)
 
 
 class _Totals:
@@ -170,9 +179,13 @@ class _Totals:
         sum to ``fp_time`` / ``bp_time`` (default ``time``); ``bounds`` the duration by roofline
         bound. The same sums as adding them one by one, but for the order of the float additions."""
         self.split[kind] += time
-        flop, gb, bad, source, module, dtype, _, _ = st
+        flop, gb, bad, source, module, dtype, _, _, memory_roof = st
         self.bad_args += bad * n
-        if flop is not None:
+        # A copy's or a collective's 0 FLOPs say nothing of the compute: only a compute kernel's
+        # count makes FLOP totals and rates known (else they are unknown, not 0).
+        compute = (flop is not None and kind not in NOT_COMPUTE
+                   and (flop > 0 or not members or members[0].cat.lower() not in COPY_CATS))
+        if compute:
             self.flop += flop * n
             self.flop_known_time += time
             self.any_flop = True
@@ -194,11 +207,13 @@ class _Totals:
             a.module[module] += time
         if dtype is not None:
             a.dtype[dtype] += time
+        if memory_roof is not None:
+            a.memory_roof[memory_roof] += time
         for acc in (a, g, line):  # each one's running sums, inline: no call per sum
             acc.count += n
             acc.time += time
             acc.members += members
-            if flop is not None:
+            if compute or (flop is not None and acc is a):  # a copy's row says its own 0 FLOPs
                 acc.flop = (acc.flop or 0) + flop * n
                 acc.flop_time += time
             if gb is not None:
@@ -235,7 +250,7 @@ def _text(v: Any) -> str | None:
 def static_sums(args: Mapping[str, Any]) -> tuple:
     """What :meth:`_Totals.add` reads of a kernel's args apart from the achieved figures: (FLOPs,
     GB moved (``kernel_num_gb`` else the byte counts), how many args were not finite numbers,
-    source, module path, dtype, module-table key, line-table key); None where unknown."""
+    source, module path, dtype, module-table key, line-table key, memory roof); None where unknown."""
     flop, bad = _parsed(args, evs.KERNEL_FLOP)
     if flop is not None and flop < 0:
         flop = None
@@ -253,7 +268,8 @@ def static_sums(args: Mapping[str, Any]) -> tuple:
     # "" is the root module (work in the top-level forward itself); a missing arg is unknown.
     mkey = (mod or "(root module)") if isinstance(mod, str) else "(no module)"
     lkey = src if isinstance(src, str) and src else "(no source)"
-    return (flop, gb, int(bad), _text(src), _text(mod), _text(args.get(evs.KERNEL_DTYPE)), mkey, lkey)
+    return (flop, gb, int(bad), _text(src), _text(mod), _text(args.get(evs.KERNEL_DTYPE)), mkey, lkey,
+            _text(args.get(evs.MEMORY_ROOF)))
 
 
 def _totals(kernels: list[_Ev]) -> _Totals:
@@ -312,23 +328,34 @@ def _share(members: list[_Ev], busy: float, unions: Mapping[int, float] | None) 
     return _pct(_union_us(members) if got is None else got, busy)
 
 
-def _kernel_rows(table: dict[str, _KernelAcc], busy: float, peak: PeakInfo, top: int,
+def _kernel_rows(table: dict[str, _KernelAcc], busy: float, roofs: Roofs | None, top: int,
                  unions: Mapping[int, float] | None = None) -> list[KernelRow]:
-    """Every kernel name's row, most time first (the share of busy time for the ``top`` ones;
-    ``unions``: :func:`top_unions`, when computed already)."""
+    """Every kernel name's row, most time first, placed against ``roofs``
+    (:func:`~inductor_perf.summary_roofs.row_placement`: its % of peak and bound are those of the
+    roof that binds it); the share of busy time for the ``top`` ones (``unions``: :func:`top_unions`,
+    when computed already)."""
     rows: list[KernelRow] = []
     for name in _ranked(table):
         a = table[name]
         tflops = _rate_tflops(a.flop, a.flop_time)
         gbps = _rate_gbps(a.gb, a.gb_time)
-        fpct = (a.fpct[0] / a.fpct[1]) if a.fpct[1] else _pct(tflops, peak.peak_tflops)
-        bpct = (a.bpct[0] / a.bpct[1]) if a.bpct[1] else _pct(gbps, peak.mem_bandwidth_gbs)
+        dtype = _dominant(a.dtype)
+        p = row_placement(a.flop, a.gb, a.flop_time, a.gb_time, a.count, dtype, a.kind, _dominant(a.memory_roof),
+                          roofs, (a.bpct[0] / a.bpct[1]) if a.bpct[1] else None)
+        fpct = _pct(tflops, p.compute_tflops) if p is not None else None
+        if p is not None and a.gb is None and a.flop is None:  # a collective: its bus bandwidth's %
+            bpct = p.pct_of_roof
+        else:
+            bpct = _pct(gbps, p.memory_gbps) if p is not None else None
         rows.append(KernelRow(
             name=name, kind=a.kind, count=a.count, total_us=_r(a.time),
             mean_us=_r(a.time / a.count), share_of_busy_pct=None,
             flop=a.flop, gb=_g(a.gb), achieved_tflops=tflops, achieved_gbps=gbps,
-            flops_pct=_r(fpct), bandwidth_pct=_r(bpct), bound=_dominant(a.bound),
-            source=_dominant(a.source), module_path=_dominant(a.module), dtype=_dominant(a.dtype)))
+            flops_pct=_r(fpct), bandwidth_pct=_r(bpct),
+            bound=row_bound(p, a.time / a.count, a.gb * 1e9 if a.gb is not None else None, a.count,
+                            _dominant(a.bound)),
+            source=_dominant(a.source), module_path=_dominant(a.module), dtype=dtype,
+            above_roof_reason=p.above_roof_reason if p is not None else None, placement=p))
     for r in rows[:top]:
         r.share_of_busy_pct = _share(table[r.name].members, busy, unions)
     return rows
@@ -359,14 +386,12 @@ def distributed_info(trace: Mapping[str, Any]) -> dict[str, Any] | None:
 
 
 def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time: float, busy: float,
-           device: Any, peak: PeakInfo, skipped: dict[str, int], rows: list[KernelRow]) -> list[str]:
+           device: Any, peak: PeakInfo, skipped: dict[str, int], window_basis: str) -> list[str]:
     """What the reader must know to trust the numbers: the busy definition, then every caveat found."""
-    notes = [f"busy = {KERNEL_DEFINITIONS[tk.definition]}"]
+    notes = [f"busy = {KERNEL_DEFINITIONS[tk.definition]}", f"window = {WINDOW_BASES[window_basis]}"]
     if graph_launches:
         notes.append("CUDA graphs replay kernels: per-kernel launches are hidden, so idle "
                      "attribution sees only the graph launch")
-    if tk.kernels and not totals.any_flop:
-        notes.append("no kernel_flop args: this trace is not augmented, so FLOP/s and % of peak are unknown")
     if kernel_time > busy * 1.001 and busy > 0:
         notes.append(f"kernels overlap: summed kernel time is {kernel_time / busy:.2f}x the busy time; "
                      "each row's Busy share is the union of its kernels' time (never above 100 %), "
@@ -382,35 +407,6 @@ def _notes(tk: TraceKernels, graph_launches: bool, totals: _Totals, kernel_time:
         notes.append("skipped events: " + ", ".join(f"{n} {why}" for why, n in other))
     if totals.bad_args:
         notes.append(f"{totals.bad_args} kernel args were not finite numbers and were ignored")
-    if getattr(device, "cache_roofs", None):
-        notes.extend(_cache_level_notes(device, rows))
-        return notes
-    over = [r.name for r in rows if any(p is not None and p > 100.0 for p in (r.flops_pct, r.bandwidth_pct))]
-    if over:
-        notes.append(f"{len(over)} kernel(s) exceed a roof (e.g. {short_name(over[0])}): their data was served from cache, "
-                     "or the peaks are too low; 'inductor-perf calibrate' measures this machine's peaks")
-    return notes
-
-
-def _cache_level_notes(device: Any, rows: list[KernelRow]) -> list[str]:
-    """With a CPU's cache levels: the rows' % of peak are against DRAM; each kernel's own roof is the
-    level its working set fits (:func:`roofs.place`, as the report's chart places it). Notes say so,
-    and name the kernels still above that roof with the reason."""
-    from .roofs import MATRIX_KINDS, place, roofs_for
-
-    roofs = roofs_for(device)
-    notes = ["a CPU row's bandwidth % of peak is against DRAM; the report's roofline places each kernel "
-             "against the cache level its working set fits"]
-    over = []
-    for r in rows:
-        p = place(r.flop, r.gb * 1e9 if r.gb is not None else None, r.total_us, r.count, r.dtype, roofs,
-                  matrix=r.kind in MATRIX_KINDS)
-        if p.pct_of_roof is not None and p.pct_of_roof > 100.0:
-            over.append((r.name, p))
-    if over:
-        name, p = over[0]
-        notes.append(f"{len(over)} kernel(s) above the roof of their cache level (e.g. {short_name(name)}, "
-                     f"{p.pct_of_roof:.0f} % of {p.level}: {p.above_roof_reason})")
     return notes
 
 
@@ -482,14 +478,18 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     kernels = tk.kernels
     busy, kernel_time = window.busy, sum(map(_dur, kernels))
     peak = _device_peaks(device, dtype)
-    rows = _kernel_rows(totals.kernels, busy, peak, top, unions)
+    roofs = device_roofs(device) if device is not None else None
+    rows = _kernel_rows(totals.kernels, busy, roofs, top, unions)
     gap_rows, gap_count, idle_rows = idle if idle is not None else idle_tables(tk, window, launcher, top)
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
+    compute_time = kernel_time - sum(totals.split[k] for k in NOT_COMPUTE)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
+    flops_pct, bandwidth_pct = _pct(achieved_tflops, peak.peak_tflops), _pct(achieved_gbps, peak.mem_bandwidth_gbs)
     split = totals.split
     costed_pct, uncosted, lower_pct = cov
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
-    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, rows)
+    notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, window.basis)
+    notes += roof_notes(roofs, rows)
     slowest = slowest_step(steps)
     if slowest is not None and len(steps) > 1:
         dur = max(r.dur_us for r in steps)
@@ -504,10 +504,9 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         time_split_us={k: _r(v) for k, v in split.items()},
         time_split_pct={k: _pct(v, kernel_time) for k, v in split.items()},
         flop=totals.flop if totals.any_flop else None, gb=_g(totals.gb) if totals.any_gb else None,
-        flop_coverage_pct=_pct(totals.flop_known_time, kernel_time) if kernels else None,
+        flop_coverage_pct=_pct(totals.flop_known_time, compute_time) if compute_time > 0 else None,
         achieved_tflops=achieved_tflops, achieved_gbps=achieved_gbps, peak=peak,
-        flops_pct_of_peak=_pct(achieved_tflops, peak.peak_tflops),
-        bandwidth_pct_of_peak=_pct(achieved_gbps, peak.mem_bandwidth_gbs),
+        flops_pct_of_peak=flops_pct, bandwidth_pct_of_peak=bandwidth_pct,
         top_kernels=rows[:top], distinct_kernels=len(rows), all_kernels=rows,
         modules=_group_rows(totals.modules, busy, top, unions), distinct_modules=len(totals.modules),
         lines=_group_rows(totals.lines, busy, top, unions), distinct_lines=len(totals.lines),
@@ -516,8 +515,29 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
         costs_note=costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
         steps=steps,
-        slowest_step=slowest,
+        slowest_step=slowest, window_basis=window.basis,
+        flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, cov[1], costs_note),
+        above_peak_reason=above_peak_reason(flops_pct, bandwidth_pct, peak.dtype, roofs, rows),
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
+
+
+def _flops_unknown(kernels: list[_Ev], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:
+    """Why a trace's FLOP total, FLOP/s and compute % of peak are unknown (no compute kernel carries
+    a FLOP count): what the trace lacks and, where the coverage knows it, what the user can change."""
+    if not kernels:
+        return "no kernels in the trace"
+    if compute_time <= 0:
+        return "no compute kernel in the trace (only copies, fills and collectives)"
+    if costs_note and not uncosted:
+        return f"no compute kernel carries a FLOP count: {costs_note}"
+    by_reason: dict[str, list[Any]] = {}
+    for r in uncosted:  # the reason with the most uncosted time
+        acc = by_reason.setdefault(r.reason, [0.0, r.hint])
+        acc[0] += r.total_us or 0.0
+    if by_reason:
+        reason, (_, hint) = max(by_reason.items(), key=lambda item: item[1][0])
+        return f"no compute kernel carries a FLOP count ({reason}: {hint})"
+    return "no compute kernel carries a FLOP count"
 
 
 def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:

@@ -33,7 +33,7 @@ from . import events as evs
 from .kernel_kinds import KIND_COLLECTIVE
 from .summary_kernels import _Ev, _num
 from .summary_rows import _g, _r
-from .summary_steps import _steps
+from .summary_steps import profiler_steps
 
 HOST_PREFIXES = ("gloo:",)
 """Host annotations that are themselves collectives (a backend with no device kernels)."""
@@ -217,7 +217,7 @@ def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
                                        _by_key(kernels, kinds, evs.MODULE_PATH, "(no module)")),
                     compute_by_line=(_top(known.by_line) if known is not None else
                                      _by_key(kernels, kinds, evs.SOURCE, "(no source)")))
-    steps = _steps(host_events)
+    steps = profiler_steps(host_events)
     comm_starts, compute_starts = ([s for s, _ in comm], [s for s, _ in compute]) if steps else ([], [])
     for st in steps:
         c, k = _clip(comm, comm_starts, st.ts, st.end), _clip(compute, compute_starts, st.ts, st.end)

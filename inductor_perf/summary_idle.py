@@ -19,6 +19,7 @@ from typing import Any, Iterator
 from . import events as evs
 from .summary_kernels import DEF_GPU, DEF_NONE, TraceKernels, _Ev, _hashable
 from .summary_rows import GapRow, IdleRow, _dominant, _pct, _r
+from .summary_steps import profiler_steps
 
 
 # --- Interval helpers ------------------------------------------------------------------------------
@@ -116,15 +117,30 @@ def _python_frame(ev: _Ev | None) -> str | None:
 
 
 # --- Busy window -----------------------------------------------------------------------------------
+WINDOW_STEPS = "steps"
+WINDOW_KERNELS = "kernels"
+WINDOW_EVENTS = "events"
+WINDOW_BASES = {
+    WINDOW_STEPS: "the recorded steps (first ProfilerStep#N start to last end, and any kernel running past them)",
+    WINDOW_KERNELS: "the device work (first kernel start to last kernel end)",
+    WINDOW_EVENTS: "every event (no kernel in the trace)",
+}
+"""What a summary's window (the denominator of busy and idle) spans, by :attr:`BusyWindow.basis`:
+host-only time before the first or after the last step or kernel (profiler start-up, data loading
+before the loop, a script's tail) is not device idle time."""
+
+
 @dataclass(frozen=True)
 class BusyWindow:
-    """The trace's time window (first start to last end of any event) and its kernels' union."""
+    """The trace's time window (:data:`WINDOW_BASES`) and its kernels' union."""
 
     start: float
     end: float
     merged: list[tuple[float, float, _Ev, _Ev]]
     """Busy spans, as :func:`_merge` returns them."""
     busy: float
+    basis: str = WINDOW_EVENTS
+    """Which span the window is: a key of :data:`WINDOW_BASES`."""
 
     @property
     def wall(self) -> float:
@@ -135,20 +151,31 @@ class BusyWindow:
         return max(0.0, self.wall - self.busy)
 
 
-def busy_window(events: list[_Ev], kernels: list[_Ev]) -> BusyWindow:
-    """The window of ``events`` and the time at least one of ``kernels`` runs in it."""
+def busy_window(events: list[_Ev], kernels: list[_Ev], steps: list[_Ev] | None = None) -> BusyWindow:
+    """:func:`window_of` a trace's ``ProfilerStep#N`` ranges (:func:`profiler_steps` of ``steps``,
+    default ``events``), ``kernels``, and the span of ``events``."""
     if events:
         w0 = min(e.ts for e in events)
         w1 = max(e.end for e in events)
     else:
         w0 = w1 = 0.0
-    return window_of(w0, w1, kernels)
+    return window_of(w0, w1, kernels, profiler_steps(events if steps is None else steps))
 
 
-def window_of(start: float, end: float, kernels: list[_Ev]) -> BusyWindow:
-    """The window [start, end) of a trace's events and the time at least one of ``kernels`` runs."""
+def window_of(first: float, last: float, kernels: list[_Ev], steps: list[_Ev] = ()) -> BusyWindow:
+    """The window (:data:`WINDOW_BASES`) of a trace whose events span [first, last), with these
+    ``ProfilerStep#N`` ranges (``steps``: :func:`profiler_steps`) and ``kernels``, and the time at least one kernel runs:
+    the steps, widened to the kernels that run outside them (a step's last kernels end after its
+    host range); without steps, first kernel start to last kernel end; without kernels, every event."""
     merged, busy = _merge(kernels)
-    return BusyWindow(start, end, merged, busy)
+    if steps:
+        start, end = min(st.ts for st in steps), max(st.end for st in steps)
+        if merged:
+            start, end = min(start, merged[0][0]), max(end, max(e for _, e, _, _ in merged))
+        return BusyWindow(start, end, merged, busy, WINDOW_STEPS)
+    if merged:
+        return BusyWindow(merged[0][0], max(e for _, e, _, _ in merged), merged, busy, WINDOW_KERNELS)
+    return BusyWindow(first, last, merged, busy, WINDOW_EVENTS)
 
 
 def launching_threads(tk: TraceKernels) -> tuple[dict[int, tuple[Any, Any] | None], bool]:

@@ -31,10 +31,11 @@ DEF_CPU_EAGER = "cpu-eager-aten"
 DEF_NONE = "none"
 KERNEL_DEFINITIONS = {
     DEF_GPU: "GPU device events (cat kernel / gpu_memcpy / gpu_memset)",
-    DEF_CPU_COMPILED: ("CPU kernels launched by compiled graphs: events with kernel_flop, graph_<N>_* "
-                       "events, and outermost aten ops inside '## Call CompiledFxGraph' calls; plus the "
-                       "eager aten ops run between compiled pieces (graph breaks)"),
-    DEF_CPU_EAGER: "outermost aten:: ops on each CPU thread (no compiled-graph kernels in this trace)",
+    DEF_CPU_COMPILED: ("CPU kernels launched by compiled graphs: events costed from compile-time tags, "
+                       "graph_<N>_* events, and outermost aten ops inside '## Call CompiledFxGraph' calls; "
+                       "plus the eager aten ops run between compiled pieces (graph breaks)"),
+    DEF_CPU_EAGER: ("outermost aten:: ops on each CPU thread, each with the costs of the ops inside it (no "
+                    "compiled-graph kernels in this trace)"),
     DEF_NONE: "no kernel events found",
 }
 
@@ -143,15 +144,24 @@ def _walk(nodes: list[_Ev]) -> Iterable[_Ev]:
         todo.extend(reversed(n.children))
 
 
+def _tagged(args: Mapping[str, Any]) -> bool:
+    """Whether an event's cost came from a compiled graph's tags (``kernel_kind``, or a cost not
+    computed from recorded shapes): a compiled kernel. A cost from shapes (``augment`` of an eager
+    trace) says nothing of how the op ran."""
+    return evs.KERNEL_KIND in args or (evs.KERNEL_FLOP in args and args.get(evs.COST_SOURCE) != "shapes")
+
+
 def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_Ev], str]:
+    """The CPU kernels of compiled graphs (and the eager ops between their pieces), else the
+    outermost aten ops of each thread with the costs of the ops inside them (:func:`_with_inner_costs`):
+    one rule whether or not the trace carries costs."""
     compiled: list[_Ev] = []
     # (node, inside a compiled-graph call, below an aten op); iterative: real traces nest deeply.
     todo: list[tuple[_Ev, bool, bool]] = [(r, False, False) for top in roots.values() for r in top]
     while todo:
         node, in_call, under_op = todo.pop()
         is_op = node.name.startswith("aten::") or node.name.startswith("aoti_torch_")
-        if (evs.KERNEL_FLOP in node.args or evs.KERNEL_KIND in node.args
-                or _GRAPH_KERNEL_NAME.match(node.name) or (in_call and is_op and not under_op)):
+        if (_tagged(node.args) or _GRAPH_KERNEL_NAME.match(node.name) or (in_call and is_op and not under_op)):
             compiled.append(node)
             continue  # only the outermost kernel counts; its children are its own work
         in_call = in_call or node.name.startswith(GRAPH_CALL_PREFIX)
@@ -166,8 +176,47 @@ def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_
                 while p is not None and not p.name.startswith("aten::"):
                     p = p.parent
                 if p is None:
-                    eager.append(n)
+                    eager.append(_with_inner_costs(n))
     return eager, (DEF_CPU_EAGER if eager else DEF_NONE)
+
+
+_COST_SUMS = (evs.KERNEL_FLOP, evs.KERNEL_MATMUL_FLOP, evs.KERNEL_BYTES_READ, evs.KERNEL_BYTES_WRITTEN)
+
+
+def _with_inner_costs(op: _Ev) -> _Ev:
+    """An outermost eager op that carries no cost, given the summed costs of the outermost costed ops
+    inside it (``augment`` costs the op that does the work, ``aten::addmm`` inside ``aten::linear``):
+    FLOPs and bytes added, the dtype of the one with the most (matmul, then all) FLOPs. ``op``
+    unchanged when it carries a cost or none is found inside it."""
+    if evs.KERNEL_FLOP in op.args or evs.KERNEL_NUM_GB in op.args:
+        return op
+    inner: list[Mapping[str, Any]] = []
+    todo = list(op.children)
+    while todo:
+        n = todo.pop()
+        if evs.KERNEL_FLOP in n.args or evs.KERNEL_NUM_GB in n.args:
+            inner.append(n.args)
+        else:
+            todo.extend(n.children)
+    if not inner:
+        return op
+    merged: dict[str, Any] = dict(op.args)
+    for key in _COST_SUMS:
+        values = [v for a in inner if (v := _num(a.get(key))) is not None]
+        if values:
+            merged[key] = sum(values)
+    gbs = [v for a in inner if (v := _num(a.get(evs.KERNEL_NUM_GB))) is not None]
+    if gbs:
+        merged[evs.KERNEL_NUM_GB] = sum(gbs)
+    dtypes = [w for a in inner if (w := dtype_weight(a)) is not None]
+    if dtypes:
+        merged[evs.KERNEL_DTYPE] = max(dtypes, key=lambda w: (w[1], w[2]))[0]
+    for key in (evs.COST_SOURCE, evs.COST_BOUND):
+        found = next((a[key] for a in inner if key in a), None)
+        if found is not None:
+            merged[key] = found
+    op.args = merged
+    return op
 
 
 COMPILED_REGION_PREFIX = "Torch-Compiled Region"

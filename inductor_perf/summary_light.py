@@ -84,4 +84,5 @@ def assemble_light(tk: TraceKernels, counts: Counts, window: Any, launcher: dict
         gaps=[], gap_count=gap_count, idle_by_host=idle_rows[:top],
         distributed=distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=0, notes=[LIGHT_NOTE], steps=steps, slowest_step=slowest_step(steps),
+        window_basis=window.basis, flops_unknown=LIGHT_NOTE,
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start))

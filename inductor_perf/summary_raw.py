@@ -39,6 +39,17 @@ def is_costed(trace: Mapping[str, Any]) -> bool:
     return False
 
 
+def recorded_costs_note(trace: Mapping[str, Any]) -> str | None:
+    """How the costs of a trace our capture costed from recorded shapes were computed, as the capture
+    recorded it (:data:`~inductor_perf.device_props.RECORD_KEY`): the note :func:`with_costs` gave
+    then, which the summary of the written, costed trace repeats."""
+    from .device_props import RECORD_KEY
+
+    block = trace.get(RECORD_KEY)
+    note = block.get("costs_note") if isinstance(block, Mapping) else None
+    return note if isinstance(note, str) and note else None
+
+
 def with_costs(trace: dict, device: Any = None) -> tuple[dict, str | None]:
     """``trace`` itself when it is costed (or not a trace dict: the summary says what is wrong);
     else an augmented copy and a note saying how its costs were computed.
@@ -46,8 +57,10 @@ def with_costs(trace: dict, device: Any = None) -> tuple[dict, str | None]:
     ``device``: the peaks to measure against (None: none; the CLI passes
     :func:`inductor_perf.augment.device_from_trace`'s, as ``augment`` would use).
     """
-    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list) or is_costed(trace):
+    if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         return trace, None
+    if is_costed(trace):
+        return trace, recorded_costs_note(trace)
     from .augment import augment_trace
     from .errors import TraceFormatError
     from .op_costs import costs_and_labels

@@ -32,13 +32,22 @@ class KernelRow:
     achieved_tflops: float | None
     achieved_gbps: float | None
     flops_pct: float | None
-    """% of the compute peak: time-weighted ``achieved_flops_pct`` args, else computed from ``device``."""
+    """% of the compute roof of :attr:`placement` (its dtype's, on the matrix or vector unit)."""
     bandwidth_pct: float | None
     bound: str | None
     source: str | None
     module_path: str | None
     dtype: str | None = None
-    """The dtype whose roof the kernel is judged against (``kernel_dtype``, time-weighted)."""
+    """The dtype whose roof the kernel is judged against (``kernel_dtype``, time-weighted; "tf32" for
+    float32 GEMMs that ran on TF32 tensor cores)."""
+    above_roof_reason: str | None = None
+    """Why ``flops_pct`` or ``bandwidth_pct`` reads above 100 % (its placement's reason: the binding
+    roof's % is the larger of the two), beside them; None when neither does."""
+    placement: Any = None
+    """:class:`inductor_perf.roofs.Placement`: the roof that binds the kernel (its memory level, link or
+    compute roof), its % of it (``pct_of_roof``, the text's Peak column) and, above 100 %, why
+    (``above_roof_reason``); None without device roofs. ``flops_pct`` and ``bandwidth_pct`` are
+    against this placement's compute and memory roofs."""
 
 
 @dataclass
@@ -116,7 +125,8 @@ class Summary:
     flop: float | None
     gb: float | None
     flop_coverage_pct: float | None
-    """Share of kernel time spent in kernels that carry ``kernel_flop``."""
+    """Share of compute-kernel time (kinds other than memcpy, memset and collective) spent in kernels
+    that carry ``kernel_flop``; None without compute kernels."""
     achieved_tflops: float | None
     achieved_gbps: float | None
     peak: PeakInfo
@@ -154,6 +164,15 @@ class Summary:
     comm: Any = None
     """:class:`inductor_perf.summary_comm.CommView`: the rank's collectives, exposed collective time,
     compute by module / line (what the cross-rank view, :mod:`inductor_perf.ranks`, reads)."""
+    above_peak_reason: str | None = None
+    """Why ``flops_pct_of_peak`` or ``bandwidth_pct_of_peak`` reads above 100 %, when one does."""
+    flops_unknown: str | None = None
+    """Why ``flop``, ``achieved_tflops`` and ``flops_pct_of_peak`` are None (unknown, never 0): no
+    compute kernel carries a FLOP count, and what the trace lacks; None when they are known."""
+    window_basis: str | None = None
+    """What the window (``wall_us``, the denominator of busy and idle) spans: "steps" (the recorded
+    ``ProfilerStep#N`` ranges), "kernels" (first to last kernel) or "events" (no kernel);
+    :data:`inductor_perf.summary_idle.WINDOW_BASES`."""
     all_kernels: list[KernelRow] = field(default_factory=list, repr=False)
     """Every kernel row, most time first (``top_kernels`` is its head), for the report page's
     roofline; left out of ``to_dict()`` so the JSON summary keeps its size."""

@@ -62,7 +62,7 @@ def _union(spans: Iterable[tuple[float, float]]) -> float:
     return total
 
 
-def _steps(host_events: list[_Ev]) -> list[_Ev]:
+def profiler_steps(host_events: list[_Ev]) -> list[_Ev]:
     """The host ``ProfilerStep#N`` ranges, one per step (the first seen of duplicates), by start."""
     seen: dict[str, _Ev] = {}
     for e in host_events:
@@ -74,7 +74,7 @@ def _steps(host_events: list[_Ev]) -> list[_Ev]:
 def step_rows(host_events: list[_Ev], kernels: list[_Ev], kinds: dict[int, str],
               window_start: float) -> list[StepRow]:
     """One :class:`StepRow` per ``ProfilerStep#N``; ``kinds`` maps ``id(kernel)`` to its kind."""
-    steps = _steps(host_events)
+    steps = profiler_steps(host_events)
     if not steps:
         return []
     ordered = sorted(kernels, key=lambda k: k.ts)

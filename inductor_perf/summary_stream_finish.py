@@ -25,6 +25,8 @@ from .summary import static_sums
 from .summary_coverage import Coverage
 from .summary_idle import BusyWindow, idle_tables, window_of, with_next_sources
 from .summary_kernels import DEF_GPU, TraceKernels, dtype_weight
+from .summary_steps import profiler_steps
+from .summary_raw import recorded_costs_note
 
 _dur = attrgetter("dur")
 _NO_ARGS: dict[str, Any] = {}
@@ -38,7 +40,7 @@ def _costs(seen: Any, join: Any, header: dict) -> tuple[dict, dict, str | None, 
     """(costs, labels, costs note, whether to apply them): as
     :func:`inductor_perf.summary_raw.with_costs` decides for a loaded trace."""
     if seen.costed:
-        return {}, {}, None, False
+        return {}, {}, recorded_costs_note(header), False
     costs, _ = join.finish(seen.total, header.get("distributedInfo"))
     labels = join.labels
     if not costs and not labels:
@@ -230,21 +232,22 @@ def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
     as one flat array of starts and ends), which the parent then need not compute. Everything it runs
     is imported at this module's top, before the fork (the rules of
     :class:`~inductor_perf.fastpath.worker.Worker`)."""
-    window = window_of(seen.w0, seen.w1, seen.kernels)
+    window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
     tk = TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)  # is_kernel: idle attribution never reads it
     after: list[Any] = []
     rows, count, idle_rows = idle_tables(tk, window, _launchers(seen), top, after=after)
     want = {id(k) for k in after if k is not None}
     at = {id(k): j for j, k in enumerate(seen.kernels) if id(k) in want}
     spans = array("d", [x for s, e, _, _ in window.merged for x in (s, e)])
-    return rows, count, idle_rows, [at[id(k)] if k is not None else None for k in after], (window.busy, spans)
+    return (rows, count, idle_rows, [at[id(k)] if k is not None else None for k in after],
+            (window.busy, spans, window.start, window.end, window.basis))
 
 
-def _helped_window(seen: Any, busy: float, spans: Any) -> BusyWindow:
+def _helped_window(busy: float, spans: Any, start: float, end: float, basis: str) -> BusyWindow:
     """The busy window the helper computed (:func:`_idle_part`): its spans without their kernels,
     which only the idle tables read (the helper's)."""
     it = iter(spans)
-    return BusyWindow(seen.w0, seen.w1, [(s, e, None, None) for s, e in zip(it, it)], busy)
+    return BusyWindow(start, end, [(s, e, None, None) for s, e in zip(it, it)], busy, basis)
 
 
 def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
@@ -331,7 +334,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     tk = trace_kernels(seen, roots)
     counts = Counts(seen.total, seen.used, dict(seen.skipped))
     if light:  # never a helper
-        window = window_of(seen.w0, seen.w1, seen.kernels)  # a GPU trace: at least one event used
+        window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
         return assemble_light(tk, counts, window, _launchers(seen), totals, distributed_info(header),
                               top=top, label=label_of(header)), device
     # the rows' busy time (the numerators of their shares of busy time) before waiting for the helper,
@@ -341,12 +344,12 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     idle = helper.result() if helper is not None else None
     launcher = None
     if idle is not None:
-        rows, count, idle_rows, after, (busy, spans) = idle
-        window = _helped_window(seen, busy, spans)
+        rows, count, idle_rows, after, helped = idle
+        window = _helped_window(*helped)
         kernels = seen.kernels
         idle = with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count, idle_rows
     else:  # no helper, or it failed
-        window = window_of(seen.w0, seen.w1, seen.kernels)
+        window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
         launcher = _launchers(seen)
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     summary = assemble(tk, counts, window, launcher, seen.graph_launches,

@@ -280,6 +280,9 @@ class Windows:
 
         w = bisect.bisect_right(self.firsts, i) - 1
         if self._spans is None or self._spans[0] != w:
+            if self._spans is not None:  # the window read back before: its pages go back, as after the pass
+                old = self.bounds[self._spans[0]]
+                _release(self.raw, old[0], old[1])
             a, _, stop = self.bounds[w]
             if stop is None:
                 last = tf.split_last_events(self.raw, a)

@@ -219,6 +219,8 @@ def test_augmented_trace_has_exactly_the_raw_events(tmp_path):
         assert {k: a_args[k] for k in b_args} == b_args  # nothing existing changed
         added += "kernel_flop" in a_args
     assert added > 0
+    # one top-level key added: the device row the capture measured against (docs/devices.md)
+    assert after.pop("inductor_perf")["device"]["device_type"] == "cpu"
     assert {k: v for k, v in after.items() if k != "traceEvents"} == \
         {k: v for k, v in before.items() if k != "traceEvents"}
 

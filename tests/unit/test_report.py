@@ -24,8 +24,9 @@ LONG = "graph_0_cpp_fused_" + "_".join(["native_layer_norm"] * 6) + "_17"
 
 
 def trace():
-    # Busy: [0, 10] + [20, 30] of a 40 µs window = 50.0 %. FLOPs 2e9 over 20 µs = 100 TFLOP/s.
+    # Busy: [0, 10] + [20, 30] of the 40 µs step (the window) = 50.0 %. FLOPs 2e9 over 20 µs = 100 TFLOP/s.
     return {"traceEvents": [
+        X("ProfilerStep#1", 0, 40, cat="user_annotation"),
         X("## Call CompiledFxGraph k ##", 0, 40, cat="user_annotation"),
         X("aten::mm", 0, 10, kernel_flop=2_000_000_000, kernel_num_gb=0.5, module_path="enc.fc1",
           source="/very/long/path/to/the/project/model.py:42"),
@@ -75,7 +76,7 @@ def test_text_fits_100_columns_and_headline_first():
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100
     assert lines[0] == "inductor_perf summary: r0.json"
-    assert lines[2].startswith("Window") and "40.0 µs" in lines[2]
+    assert lines[2].startswith("Window") and "40.0 µs  (1 recorded step(s);" in lines[2]
     assert lines[3].startswith("Device busy") and "50.0 %" in lines[3]
     assert "100 TFLOP/s" in text  # 2e9 FLOP / 20 µs
     assert text.index("Device busy") < text.index("Top kernels")

@@ -30,14 +30,15 @@ def strict(summary):
 
 
 # --- busy % --------------------------------------------------------------------------------------
-def gpu_trace():
-    # Host thread 1: "step" [0, 40]; launches at 1, 2 and 16 (correlations 1, 2, 3).
+def gpu_trace(step="ProfilerStep#1"):
+    # Host thread 1: a step [0, 40]; launches at 1, 2 and 16 (correlations 1, 2, 3).
     # Kernels: k1 [0, 10] stream 7, k2 [5, 15] stream 8 (overlaps k1), k3 [20, 30] stream 7.
+    # The window is the recorded step [0, 40] (``step`` a ProfilerStep#N), else the device work [0, 30].
     # Union = [0, 15] + [20, 30] = 25 µs of a 40 µs window -> 62.5 % busy; idle 15 µs:
-    # gap [15, 20] (host in cudaLaunchKernel [16, 19] for 3 µs, in "step" for 2 µs) and trailing
-    # [30, 40] (host in "step"). A thread-9 event during the gap must not be credited.
+    # gap [15, 20] (host in cudaLaunchKernel [16, 19] for 3 µs, in the step for 2 µs) and trailing
+    # [30, 40] (host in the step). A thread-9 event during the gap must not be credited.
     return {"traceEvents": [
-        X("step", 0, 40, cat="user_annotation", tid=1),
+        X(step, 0, 40, cat="user_annotation", tid=1),
         X("cudaLaunchKernel", 1, 0.5, cat="cuda_runtime", tid=1, correlation=1),
         X("cudaLaunchKernel", 2, 0.5, cat="cuda_runtime", tid=1, correlation=2),
         X("cudaLaunchKernel", 16, 3, cat="cuda_runtime", tid=1, correlation=3),
@@ -52,6 +53,7 @@ def gpu_trace():
 def test_busy_pct_with_overlapping_gpu_kernels():
     s = summarize(gpu_trace())
     assert s.kernel_definition == DEF_GPU
+    assert s.window_basis == "steps"
     assert s.wall_us == pytest.approx(40)  # the profiler's own "Trace" span is not counted
     assert s.busy_us == pytest.approx(25)
     assert s.busy_pct == pytest.approx(62.5)
@@ -61,21 +63,32 @@ def test_busy_pct_with_overlapping_gpu_kernels():
     assert any("overlap" in n for n in s.notes)
 
 
+def test_without_steps_the_window_is_the_device_work():
+    # The same trace, its host range not a ProfilerStep: the window is k1's start to k3's end,
+    # [0, 30]: 25 busy of 30 -> 83.333 %, idle only the gap [15, 20]; the host's [30, 40] is no
+    # device idle time.
+    s = summarize(gpu_trace(step="step"))
+    assert (s.window_basis, s.wall_us, s.busy_us, s.idle_us) == ("kernels", 30, 25, 5)
+    assert s.busy_pct == pytest.approx(83.333)
+    assert [(g.position, g.start_us, g.dur_us) for g in s.gaps] == [("between", 15, 5)]
+    assert any(n.startswith("window = the device work") for n in s.notes)
+
+
 def test_gpu_gap_attribution_uses_launching_thread():
     s = summarize(gpu_trace())
     assert s.gap_count == 2
     longest, second = s.gaps
     assert (longest.position, longest.dur_us, longest.start_us) == ("trailing", 10, 30)
-    assert longest.host_innermost == "step" and longest.prev_kernel == "k3"
+    assert longest.host_innermost == "ProfilerStep#1" and longest.prev_kernel == "k3"
     assert (second.position, second.dur_us, second.start_us) == ("between", 5, 15)
     assert second.host_innermost == "cudaLaunchKernel"
-    assert second.host_outermost == "step"
+    assert second.host_outermost == "ProfilerStep#1"
     assert (second.prev_kernel, second.next_kernel) == ("k2", "k3")
     idle = {r.host: r for r in s.idle_by_host}
-    assert set(idle) == {"step", "cudaLaunchKernel"}
-    assert idle["step"].idle_us == pytest.approx(12)  # 2 in the gap + 10 trailing
+    assert set(idle) == {"ProfilerStep#1", "cudaLaunchKernel"}
+    assert idle["ProfilerStep#1"].idle_us == pytest.approx(12)  # 2 in the gap + 10 trailing
     assert idle["cudaLaunchKernel"].idle_us == pytest.approx(3)
-    assert idle["step"].share_of_idle_pct == pytest.approx(80.0)  # 12 / 15
+    assert idle["ProfilerStep#1"].share_of_idle_pct == pytest.approx(80.0)  # 12 / 15
 
 
 # --- CPU compiled kernels, idle attribution --------------------------------------------------------
@@ -84,8 +97,10 @@ def cpu_compiled_trace():
     # aten::mm [50, 70] (its child resolve_conj is not a kernel). In the gap [30, 50] the host runs
     # python frame "model.py(12): forward" [32, 48] with a user_annotation "my_region" [35, 40].
     # Busy 40 / 100. Gaps: leading [0, 10] (Call), between [30, 50] (Call 4, frame 11, region 5),
-    # trailing [70, 100] (Call 30). An aten op outside any call is not a kernel.
+    # trailing [70, 100] (Call 30). An aten op outside any call is not a kernel. The recorded step
+    # [0, 125] is the window.
     return {"traceEvents": [
+        X("ProfilerStep#1", 0, 125, cat="user_annotation"),
         X("## Call CompiledFxGraph abc ##", 0, 100, cat="user_annotation"),
         X("graph_0_cpp_fused_a_0", 10, 20),
         X("model.py(12): forward", 32, 16, cat="python_function"),
@@ -104,7 +119,7 @@ def test_cpu_compiled_kernels_and_idle_attribution():
     assert s.busy_us == pytest.approx(40)
     assert s.busy_pct == pytest.approx(32.0)
     idle = {r.host: r for r in s.idle_by_host}
-    # trailing gap [70, 125]: Call covers [70, 100], aten::add_ [120, 125], nothing [100, 120]
+    # trailing gap [70, 125]: Call covers [70, 100], aten::add_ [120, 125], the step alone [100, 120]
     assert idle["## Call CompiledFxGraph abc ##"].idle_us == pytest.approx(10 + 4 + 30)
     assert idle["## Call CompiledFxGraph abc ##"].gaps == 3
     assert idle["model.py(12): forward"].idle_us == pytest.approx(11)
@@ -112,13 +127,13 @@ def test_cpu_compiled_kernels_and_idle_attribution():
     assert idle["my_region"].idle_us == pytest.approx(5)
     assert idle["my_region"].source == "model.py(12): forward"  # its enclosing Python frame
     assert idle["aten::add_"].idle_us == pytest.approx(5)
-    assert idle["(no host event)"].idle_us == pytest.approx(20)
+    assert idle["ProfilerStep#1"].idle_us == pytest.approx(20)
     between = [g for g in s.gaps if g.position == "between"]
     assert len(between) == 1
     g = between[0]
     assert (g.start_us, g.dur_us) == (30, 20)
     assert g.host_innermost == "model.py(12): forward"
-    assert g.host_outermost == "## Call CompiledFxGraph abc ##"
+    assert g.host_outermost == "ProfilerStep#1"
     assert g.source == "model.py(12): forward"
     assert (g.prev_kernel, g.next_kernel) == ("graph_0_cpp_fused_a_0", "aten::mm")
     assert sum(x.dur_us for x in s.gaps) == pytest.approx(s.idle_us)  # 10 + 20 + 55 = 85
@@ -195,6 +210,15 @@ def test_totals_and_peaks_from_device():
     assert s.flop_coverage_pct == pytest.approx(100 * 40 / 45, abs=1e-3)
     bf = summarize(augmented_cpu_trace(), device=Dev(), dtype="bfloat16")
     assert bf.flops_pct_of_peak == pytest.approx(4.447, abs=1e-3)
+    # Each row against the roof that binds it: a: 2000 FLOP and 2000 B in 20 µs (1e-4 TFLOP/s, 0.1 GB/s):
+    # 0.01 % of the 1 TFLOP/s float32 roof, 1 % of the 10 GB/s memory roof; intensity 1 FLOP/B x 10 GB/s
+    # = 0.01 TFLOP/s < 1: memory-bound, and at 1 % with 1000 B a launch: latency. mm: 4e6 FLOP in 20 µs
+    # = 0.2 TFLOP/s, no bytes: 20 % of the float32 roof, compute-bound, and below 25 %: latency.
+    mm, a, _ = s.top_kernels
+    assert (a.flops_pct, a.bandwidth_pct) == (pytest.approx(0.01), pytest.approx(1.0))
+    assert (a.placement.bound, a.placement.level, a.bound) == ("memory", "HBM", "latency")
+    assert (mm.flops_pct, mm.placement.bound, mm.placement.pct_of_roof, mm.bound) == (
+        pytest.approx(20.0), "compute", pytest.approx(20.0), "latency")
 
 
 def test_top_kernel_rows_and_ordering():
@@ -203,7 +227,9 @@ def test_top_kernel_rows_and_ordering():
     mm, a, b = s.top_kernels
     assert (a.count, a.total_us, a.mean_us, a.flop) == (2, 20, 10, 2000)
     assert a.gb == pytest.approx(2e-6)
-    assert a.flops_pct == pytest.approx(50.0) and a.bandwidth_pct == pytest.approx(20.0)
+    # No device: no roof to name, so no % of one (the args' 50 % / 20 % were against a roof this summary
+    # cannot name); the bound is the trace's own
+    assert (a.flops_pct, a.bandwidth_pct, a.placement) == (None, None, None)
     assert (a.bound, a.source, a.module_path, a.kind) == ("memory", "m.py:10", "enc.fc1", "generated")
     assert mm.achieved_tflops == pytest.approx(0.2)
     assert mm.kind == "extern_matmul" and mm.bound == "compute"
@@ -326,9 +352,16 @@ def test_real_cpu_trace_fixture():
     assert s.time_split_us["other"] == 0  # every kernel is either generated or an extern matmul
     assert 0 < s.busy_pct < 100
     assert sum(g.dur_us for g in s.gaps) <= s.idle_us + 1e-6
-    # the window runs from the first op (TorchDynamo Cache Lookup) to the last AccumulateGrad's end,
-    # not from the profiler's own "PyTorch Profiler (0)" span
-    assert s.wall_us == pytest.approx(4385172839436.363 - 4385172837999.051, abs=1e-2)
+    # no ProfilerStep#N: the window runs from the first kernel's start to the last kernel's end
+    # (kernels read from the raw events: graph_* and the aten ops inside the compiled calls), not from
+    # the first op (TorchDynamo Cache Lookup) nor the profiler's own "PyTorch Profiler (0)" span
+    evs = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+    calls = [(e["ts"], e["ts"] + e["dur"]) for e in evs if e["name"].startswith("## Call CompiledFxGraph")]
+    kernels = [e for e in evs if e["name"].startswith("graph_")
+               or (e["name"].startswith("aten::") and any(a <= e["ts"] < b for a, b in calls))]
+    assert s.window_basis == "kernels"
+    assert s.wall_us == pytest.approx(max(e["ts"] + e["dur"] for e in kernels) - min(e["ts"] for e in kernels),
+                                      abs=1e-2)
     strict(s)
 
 
@@ -380,3 +413,74 @@ def test_eager_work_between_compiled_pieces_counts_in_its_module():
     assert set(rows) == {"graph_0_cpp_fused_0", "graph_1_cpp_fused_relu_0", "graph_2_cpp_fused_threshold_backward_0",
                          "graph_3_cpp_fused_sum_0", "aten::cumsum", "aten::flip"}
     assert rows["aten::cumsum"].module_path == "gate" and rows["aten::flip"].module_path == "gate"
+
+
+# --- unknown is not zero ---------------------------------------------------------------------------------
+def no_shapes_gpu_trace():
+    # Two kernels launched by aten::mm (no shapes recorded: not costed, not_costed "no_shapes"): the
+    # GEMM [0, 10] and the memset beside it [10, 11] (kind matmul: launched by a matmul op), which,
+    # like the device copy [20, 30], carries its own bytes and 0 FLOPs. No compute kernel carries a
+    # FLOP count: FLOP total, FLOP/s and compute % of peak are unknown, not 0; bytes are known
+    # (1e6 + 4e6 B over the 21 µs busy = 238.095 GB/s).
+    return {"traceEvents": [
+        X("aten::mm", 0, 12, tid=1),
+        X("cudaLaunchKernel", 1, 1, cat="cuda_runtime", tid=1, correlation=1),
+        X("cudaMemsetAsync", 2, 1, cat="cuda_runtime", tid=1, correlation=2),
+        X("cudaMemcpyAsync", 14, 1, cat="cuda_runtime", tid=1, correlation=3),
+        X("volta_sgemm_128x32_nt", 0, 10, cat="kernel", pid=0, tid=7, correlation=1,
+          launch_op="aten::mm", not_costed="no_shapes"),
+        X("Memset (Device)", 10, 1, cat="gpu_memset", pid=0, tid=7, correlation=2, launch_op="aten::mm",
+          kernel_flop=0, kernel_num_gb=0.001, cost_source="shapes"),
+        X("Memcpy DtoD (Device -> Device)", 20, 10, cat="gpu_memcpy", pid=0, tid=7, correlation=3,
+          kernel_flop=0, kernel_num_gb=0.004, cost_source="shapes"),
+    ]}
+
+
+def test_flops_without_a_costed_compute_kernel_are_unknown_not_zero():
+    from inductor_perf.device_table import lookup
+    from inductor_perf.report import format_summary
+
+    s = summarize(no_shapes_gpu_trace(), device=lookup("Tesla V100-SXM2-16GB"))
+    assert (s.flop, s.achieved_tflops, s.flops_pct_of_peak) == (None, None, None)
+    assert s.flops_unknown.startswith("no compute kernel carries a FLOP count (no_shapes:")
+    assert "record_shapes=True" in s.flops_unknown
+    assert s.achieved_gbps == pytest.approx(238.095) and s.bandwidth_pct_of_peak is not None
+    assert s.flop_coverage_pct == 0.0  # of the GEMM's and memset's 11 µs of compute-kind time
+    d = json.loads(format_summary(s, "json"))
+    assert d["flop"] is None and d["achieved_tflops"] is None and d["flops_pct_of_peak"] is None
+    for fmt in ("text", "markdown"):
+        out = format_summary(s, fmt)
+        assert "n/a FLOP/s" in out and "n/a of 15.7 TFLOP/s" in out and "record_shapes=True" in out
+        assert "0 FLOP/s" not in out and "0.0 % of 15.7" not in out
+    rows = {r.name: r for r in s.all_kernels}
+    assert rows["Memcpy DtoD (Device -> Device)"].flop == 0  # a copy's own row says its 0 FLOPs
+    assert [g.flop for g in s.modules] == [None]  # the roll-up of uncosted work with copies: unknown
+
+
+def test_flops_unknown_on_the_page(tmp_path):
+    from inductor_perf.device_table import lookup
+    from inductor_perf.report_html import render_report
+
+    page = render_report(no_shapes_gpu_trace(), device=lookup("Tesla V100-SXM2-16GB"))
+    head = page[page.index("<dl class='head'>"):page.index("</dl>")]
+    assert "n/a FLOP/s" in head and "n/a of 15.7 TFLOP/s" in head and "record_shapes=True" in head
+    assert "0 FLOP/s" not in head
+
+
+def test_a_real_trace_without_shapes_says_why_its_flops_are_unknown(tmp_path):
+    v100 = FIXTURES.parents[1] / ".." / "shared" / "traces" / "v100_ranks2_r1_test.json.gz"
+    if not v100.exists():
+        pytest.skip(f"{v100} absent (the shared real traces are not checked in)")
+    from inductor_perf import trace_format as tf
+    from inductor_perf.summary_files import summarize_file
+
+    trace = tf.load_trace(str(v100))
+    for e in trace["traceEvents"]:  # the same trace as recorded with record_shapes=False
+        for k in ("Input Dims", "Input type", "Input Strides", "Concrete Inputs"):
+            (e.get("args") or {}).pop(k, None)
+    path = tmp_path / "no_shapes.json"
+    path.write_text(json.dumps(trace))
+    for engine in ("full", "stream"):
+        s = summarize_file(str(path), engine=engine).summary
+        assert (s.flop, s.achieved_tflops, s.flops_pct_of_peak) == (None, None, None), engine
+        assert "(no_shapes:" in s.flops_unknown and s.achieved_gbps > 0

@@ -100,7 +100,8 @@ def X(name, ts, dur, cat="cpu_op", pid=1, tid=1, **args):
 
 def test_gap_outside_the_launching_threads_events_is_its_own(monkeypatch):
     # Thread 1: "step" [0, 12], launches [1, 1.5] (corr 1), [11, 11.5] (2), [11.5, 11.7] (3).
-    # Kernels: k1 [2, 10], k2 [30, 40], k3 [50, 60]; thread 9 runs "late" [55, 70]: the window is [0, 70].
+    # Kernels: k1 [2, 10], k2 [30, 40], k3 [50, 60]; thread 9 records the step [0, 70] (the window)
+    # and runs "late" [55, 70] in it.
     # Gaps, each on thread 1 (the launcher of the kernel after it, or before it for the trailing one):
     #   leading [0, 2]:  step 1.5, cudaLaunchKernel 0.5
     #   [10, 30]:        step [10, 12] less the launches inside (0.5 + 0.2) = 1.3, launches 0.7, nothing 18
@@ -111,6 +112,7 @@ def test_gap_outside_the_launching_threads_events_is_its_own(monkeypatch):
         X("cudaLaunchKernel", 1, 0.5, cat="cuda_runtime", correlation=1),
         X("cudaLaunchKernel", 11, 0.5, cat="cuda_runtime", correlation=2),
         X("cudaLaunchKernel", 11.5, 0.2, cat="cuda_runtime", correlation=3),
+        X("ProfilerStep#1", 0, 70, cat="user_annotation", tid=9),
         X("late", 55, 15, tid=9),
         X("k1", 2, 8, cat="kernel", pid=0, tid=7, correlation=1),
         X("k2", 30, 10, cat="kernel", pid=0, tid=7, correlation=2),

@@ -187,7 +187,7 @@ def test_cli_summary_and_diff_of_a_raw_trace(tmp_path, capsys):
     assert "computed from recorded shapes" in out and "33.6 MFLOP" in out
     top = out[out.index("Top kernels"):]
     name = top.splitlines()[3].split("  ")[0]  # the name fitted to the room the numbers leave
-    assert name.startswith("cutlass_80_tensor") and name.endswith("nn_align1") and len(name) >= 24
+    assert name.startswith("cutlass_80_tens") and name.endswith("nn_align1") and len(name) >= 24
     assert "void cutlass" not in out
     q = tmp_path / "raw2.json"
     q.write_text(json.dumps(raw_mm_trace()))

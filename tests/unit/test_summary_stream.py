@@ -231,3 +231,24 @@ def test_number_out_of_range_falls_back_as_with_orjson(generated, tmp_path, wher
         assert got is None, "the full load takes it, as when orjson reads the window"
     full = summarize_file(str(p), engine="full").summary.to_dict()
     assert not differences(full, summarize_file(str(p), engine="stream").summary.to_dict())
+
+
+def test_recorded_device_window_and_placements_same_in_both_engines(tmp_path):
+    """The fields the one-truth rules added: a device row recorded by the capture (here an A100 row on
+    an H100 trace, which the header carries after the events), the window's basis, each row's
+    placement and the FLOPs' unknown reason, the same in both engines."""
+    from inductor_perf.device_props import RECORD_KEY, device_record
+    from inductor_perf.device_table import lookup
+
+    trace = tf.load_trace(str(FIXTURES / "gpu" / "gpt_bf16.trace.json.gz"))
+    a100 = lookup("NVIDIA A100-SXM4-40GB")
+    trace[RECORD_KEY] = device_record(a100)
+    path = tmp_path / "recorded.json"
+    path.write_text(json.dumps(trace))
+    full, streamed, _ = _both(path)
+    assert not differences(full, streamed)
+    assert full["peak"]["device"] == streamed["peak"]["device"] == a100.name
+    assert full["window_basis"] == streamed["window_basis"] == "kernels"
+    placed = [r["placement"] for r in streamed["top_kernels"] if r["placement"]]
+    assert placed and placed == [r["placement"] for r in full["top_kernels"] if r["placement"]]
+    assert {p["memory_gbps"] for p in placed if p["level"] == "HBM"} == {a100.mem_bandwidth_gbs}
