@@ -124,7 +124,8 @@ def _runs_table(d: dict[str, Any], fmt: str) -> tuple[list[str], list[list[Any]]
 
 
 _RUNS_FOOT = ("one row per trace that is not a rank of a job whose other ranks are here; Step = mean "
-              "ProfilerStep#N, Window = the capture's span, Busy = % of it with a kernel running, "
+              "ProfilerStep#N, Window = the summary's window (the steps, else the kernels' span), Busy = % "
+              "of it with a kernel running, "
               "FLOP/s = the kernels' FLOPs over their time, Of peak = that as % of the device's peak, "
               "Its busy = % of the busy time the top kernel ran; - where unknown; files and why in --format json")
 

@@ -74,7 +74,8 @@ def cpu_kernels(threads: dict[tuple[Any, Any], list[tuple[dict, float, float]]]
                 ) -> list[tuple[tuple[Any, Any], dict, float, float]]:
     """The CPU kernels among the host events of ``threads`` ((pid, tid) -> (event, ts, dur)), as the
     summary chooses them (:func:`inductor_perf.summary_kernels.select_kernels` of a trace without
-    device events): ``(thread, event, ts, dur)`` each."""
+    device events): ``(thread, event, ts, dur)`` each, the event's args as the summary reads them (an
+    outermost eager op with the summed costs of the costed ops inside it)."""
     from ..summary_kernels import _Ev, select_kernels
 
     parsed: list[_Ev] = []
@@ -85,7 +86,9 @@ def cpu_kernels(threads: dict[tuple[Any, Any], list[tuple[dict, float, float]]]
                 e = _Ev(ev["name"], ev.get("cat") or "", key[0], key[1], ts, dur, evs.event_args(ev))
                 source[id(e)] = (key, ev)
                 parsed.append(e)
-    return [(*source[id(k)], k.ts, k.dur) for k in select_kernels(parsed).kernels]
+    # a kernel's args as the summary reads them: an eager op carries the costs of the ops inside it
+    return [(source[id(k)][0], {**source[id(k)][1], "args": k.args}, k.ts, k.dur)
+            for k in select_kernels(parsed).kernels]
 
 
 class Places(Generic[T]):

@@ -309,7 +309,7 @@ def _read_args(cost: Any, dur: float | None, device: Any, cache: dict[Any, Any],
 
 
 _READ = frozenset({evs.KERNEL_FLOP, evs.ACHIEVED_FLOPS_PCT, evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS,
-                   evs.KERNEL_KIND})
+                   evs.KERNEL_KIND, evs.COST_SOURCE})
 """The cost args that units and kernels read (:data:`units.UNIT_ARGS`, :data:`kernels.DEVICE_ARGS`)."""
 
 

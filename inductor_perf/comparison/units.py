@@ -41,7 +41,7 @@ VIEW_OPS = frozenset({
     "getitem", "operator.getitem",
 })
 UNIT_ARGS = ("Sequence number", evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS, evs.KERNEL_FLOP, evs.ACHIEVED_FLOPS_PCT,
-             evs.KERNEL_KIND)
+             evs.KERNEL_KIND, evs.COST_SOURCE)
 """The only args of a host event that cutting units (and choosing the CPU kernels) reads."""
 
 

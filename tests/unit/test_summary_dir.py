@@ -58,18 +58,21 @@ def test_two_runs_make_a_table_of_runs_by_hand(tmp_path, capsys):
     d = summary_json(tmp_path, capsys)
     assert d["rank_sets"] == [] and [r["file"] for r in d["runs"]] == ["after.json.gz", "before.json"]
     after, before = d["runs"]
-    # before: window 0..40 = 40 µs; kernels mm (10) + relu (5) = 15 µs busy: 37.5 %; the top kernel
-    # (mm) runs 10 of the 15 busy µs: 66.7 %; 1024 FLOPs over the kernels' 15 µs: 68.3 MFLOP/s
-    assert (before["window_us"], before["kernels"], before["busy_pct"]) == (40, 2, pytest.approx(37.5))
+    # before: no steps, so the window is the kernels' span (docs/summary.md), mm 1..11 to relu 20..25:
+    # 24 µs; kernels 10 + 5 = 15 µs busy: 62.5 %; the top kernel (mm) runs 10 of the 15 busy µs:
+    # 66.7 %; 1024 FLOPs over the kernels' 15 µs: 68.3 MFLOP/s
+    assert (before["window_us"], before["kernels"], before["busy_pct"]) == (24, 2, pytest.approx(62.5))
     assert before["top_kernel"] == "aten::mm" and before["top_kernel_busy_pct"] == pytest.approx(100 * 10 / 15, abs=0.1)
     assert before["flop"] == 1024 and before["achieved_tflops"] == pytest.approx(1024 / 15e-6 / 1e12, rel=1e-5)
-    # after: 4 + 2 = 6 µs busy of 40: 15 %; 1024 FLOPs / 6 µs
-    assert (after["busy_pct"], after["achieved_tflops"]) == (pytest.approx(15.0), pytest.approx(1024 / 6e-6 / 1e12, rel=1e-5))
+    # after: mm 1..5, relu 20..22: a 21 µs window, 4 + 2 = 6 µs busy: 28.6 %; 1024 FLOPs / 6 µs
+    assert after["window_us"] == 21
+    assert (after["busy_pct"], after["achieved_tflops"]) == (pytest.approx(100 * 6 / 21, abs=0.01),
+                                                              pytest.approx(1024 / 6e-6 / 1e12, rel=1e-5))
     assert all("no rank" in r["why"] for r in d["runs"]) and after["rank"] is None
     for fmt in ("text", "markdown"):
         assert cli.main(["summary", str(tmp_path), "--format", fmt]) == 0
         out = capsys.readouterr().out
-        assert "before.json" in out and "after.json.gz" in out and "37.5 %" in out
+        assert "before.json" in out and "after.json.gz" in out and "62.5 %" in out
         assert "cross-rank" not in out and "0 ranks" not in out
 
 
