@@ -208,14 +208,15 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 
 def _cmd_summary_ranks(args: argparse.Namespace) -> int:
-    """``summary DIR`` of several traces: one cross-rank view (:mod:`.ranks`)."""
-    from .ranks_files import cross_rank_files
-    from .report_ranks import format_ranks
+    """``summary DIR`` of several traces: one cross-rank view when they are the ranks of one job,
+    else a table of the runs and a view per set of ranks (:func:`.ranks.split_runs`)."""
+    from .ranks_files import folder_files
+    from .report_ranks import format_folder
     from .summary_files import trace_files
 
     with _Ticker() as tick:
-        view = cross_rank_files(trace_files(args.trace), stage=tick.set)
-    print(format_ranks(view, args.format), end="")
+        view = folder_files(args.trace, trace_files(args.trace), stage=tick.set)
+    print(format_folder(view, args.format), end="")
     return 0
 
 

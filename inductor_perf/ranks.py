@@ -419,3 +419,111 @@ def cross_rank(inputs: list[RankInput], unreadable: list[dict[str, str]] | None 
         missing_ranks=missing, ranks=[rows[r] for r in present], kernels=_kernel_spread(kept, rows),  # type: ignore[index]
         collectives=_collectives(kept, rows, world), straggler=straggler, straggler_note=note, notes=notes,  # type: ignore[arg-type]
         skipped=skipped)
+
+
+# --- A folder of traces that are not all ranks of one job ----------------------------------------------
+@dataclass
+class RunRow:
+    """One trace of a folder summarized as a run of its own (not a rank of a job that the folder
+    holds other ranks of): the headline figures of its summary."""
+
+    file: str
+    why: str
+    """Why it is a run of its own: no rank, or no other rank of its job in the folder."""
+    rank: int | None
+    world_size: int | None
+    device: str | None
+    kernel_definition: str
+    steps: int
+    step_us: float | None
+    """Mean ``ProfilerStep#N`` duration (None without steps)."""
+    window_us: float
+    busy_pct: float | None
+    kernels: int
+    flop: float | None
+    achieved_tflops: float | None
+    flops_pct_of_peak: float | None
+    peak_dtype: str | None
+    top_kernel: str | None
+    top_kernel_busy_pct: float | None
+    """% of the busy time during which the top kernel (most time) ran."""
+
+
+@dataclass
+class FolderSummary:
+    """``summary DIR`` of a folder that is not (only) the ranks of one job: one row per trace that
+    is a run of its own, one cross-rank view per set of ranks of one job. ``to_dict()`` is strict JSON."""
+
+    path: str
+    runs: list[RunRow]
+    rank_sets: list[CrossRankSummary]
+    unreadable: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return evs.strict_json({"path": self.path, "runs": [asdict(r) for r in self.runs],
+                                "rank_sets": [v.to_dict() for v in self.rank_sets],
+                                "unreadable": self.unreadable, "notes": self.notes})
+
+
+def split_runs(inputs: list[RankInput]) -> tuple[list[list[RankInput]], list[tuple[RankInput, str]]]:
+    """(the sets of two or more ranks of one job, each as :func:`consistent_ranks` keeps them; every
+    other trace with why it is a run of its own). Ranks of one job: a rank each (``distributedInfo``
+    or ``rank<N>`` in the name), distinct, the same world size and backend, captured within
+    :data:`RUN_GAP_S` of each other. After a set is taken, what it left out is grouped again."""
+    sets: list[list[RankInput]] = []
+    singles: list[tuple[RankInput, str]] = []
+    pool = []
+    for i in inputs:
+        if rank_of(i.summary, i.file)[0] is None:
+            singles.append((i, "no rank (no distributedInfo, no rank<N> in its name)"))
+        else:
+            pool.append(i)
+    while pool:
+        kept, skipped = consistent_ranks(pool)
+        if len(kept) >= 2:
+            sets.append(kept)
+        else:
+            world = (kept[0].summary.distributed or {}).get("world_size")
+            singles += [(i, f"rank {i.rank}{f' of {world}' if world else ''}: no other rank of its job in "
+                            "this folder") for i in kept]
+        left = {s["file"] for s in skipped}
+        pool = [i for i in pool if i.file in left]
+    order = {i.file: n for n, i in enumerate(inputs)}
+    singles.sort(key=lambda s: order[s[0].file])
+    return sets, singles
+
+
+def run_row(i: RankInput, why: str) -> RunRow:
+    """The :class:`RunRow` of a trace's (full) summary."""
+    s = i.summary
+    dist = s.distributed or {}
+    rank, _ = rank_of(s, i.file)
+    top = (s.top_kernels or s.all_kernels or [None])[0]
+    return RunRow(file=i.file.rsplit("/", 1)[-1], why=why, rank=rank,
+                  world_size=dist.get("world_size") if isinstance(dist.get("world_size"), int) else None,
+                  device=s.peak.device, kernel_definition=s.kernel_definition, steps=len(s.steps),
+                  step_us=_r(sum(r.dur_us for r in s.steps) / len(s.steps)) if s.steps else None,
+                  window_us=_r(s.wall_us), busy_pct=s.busy_pct, kernels=s.kernel_count, flop=s.flop,
+                  achieved_tflops=s.achieved_tflops, flops_pct_of_peak=s.flops_pct_of_peak,
+                  peak_dtype=s.peak.dtype if s.peak.peak_tflops is not None else None,
+                  top_kernel=top.name if top else None, top_kernel_busy_pct=top.share_of_busy_pct if top else None)
+
+
+def folder_view(path: str, sets: list[list[RankInput]], singles: list[tuple[RankInput, str]],
+                unreadable: list[dict[str, str]] | None = None) -> CrossRankSummary | FolderSummary:
+    """What ``summary DIR`` shows (:func:`split_runs`' parts; ``singles`` with full summaries): the
+    cross-rank view when the folder is one job's ranks, else a :class:`FolderSummary`."""
+    if len(sets) == 1 and not singles:
+        return cross_rank(sets[0], unreadable)
+    notes = [f"{i.file.rsplit('/', 1)[-1]}: a run of its own (a row of the table): {why}" for i, why in singles]
+    views = [cross_rank(s) for s in sets]
+    for v, members in zip(views, sets):
+        names = [i.file.rsplit("/", 1)[-1] for i in members]
+        notes.append(f"{', '.join(names[:4])}{f' and {len(names) - 4} more' if len(names) > 4 else ''}: ranks "
+                     f"{_range_text(v.ranks_present)}{f' of {v.world_size}' if v.world_size else ''} of one job "
+                     "(a cross-rank view)")
+    notes += [f"{b['file'].rsplit('/', 1)[-1]}: left out, {b['reason']}" for b in unreadable or []]
+    notes.append("each run's whole summary: --per-rank, or `inductor-perf summary FILE`")
+    return FolderSummary(path=path, runs=[run_row(i, why) for i, why in singles], rank_sets=views,
+                         unreadable=list(unreadable or []), notes=notes)

@@ -15,7 +15,7 @@ import os
 from typing import Any, Callable
 
 from .errors import InductorPerfError
-from .ranks import CrossRankSummary, RankInput, cross_rank
+from .ranks import CrossRankSummary, FolderSummary, RankInput, cross_rank, folder_view, split_runs
 
 log = logging.getLogger(__name__)
 
@@ -73,3 +73,29 @@ def cross_rank_files(files: list[str], *, device: Any = None, workers: int | Non
     if not inputs:
         raise InductorPerfError(f"none of the {len(files)} trace files is readable: " + bad[0]["reason"])
     return cross_rank(inputs, bad)
+
+
+def folder_files(path: str, files: list[str], *, device: Any = None, workers: int | None = None,
+                 stage: Callable[[str], None] | None = None) -> CrossRankSummary | FolderSummary:
+    """``summary DIR`` of the trace files ``files`` of folder ``path``: the cross-rank view when they
+    are the ranks of one job (:func:`cross_rank_files`' view), else one row per run of its own and
+    a view per set of ranks (:func:`ranks.split_runs`). A run's row reads its full summary (a
+    streamed trace is summarized again without ``light``). InductorPerfError naming ``path`` when
+    none is a readable trace."""
+    done = summarize_files(files, device=device, workers=workers, stage=stage)
+    inputs = [RankInput(file=p, summary=s) for p, s, _ in done if s is not None]
+    bad = [{"file": p, "reason": f"unreadable ({err})"} for p, s, err in done if s is None]
+    for b in bad:
+        log.warning("skipping %s: %s", b["file"], b["reason"])
+    if not inputs:
+        raise InductorPerfError(f"{path}: none of the {len(files)} trace files is readable: " + bad[0]["reason"])
+    from .summary_light import LIGHT_NOTE
+
+    sets, singles = split_runs(inputs)
+    for i, _ in singles:
+        if LIGHT_NOTE in i.summary.notes:  # a streamed trace: the runs table reads its rates and peaks
+            if stage:
+                stage(f"summarizing {os.path.basename(i.file)} whole")
+            _, full, _ = summarize_one(i.file, device, light=False)
+            i.summary = full if full is not None else i.summary
+    return folder_view(path, sets, singles, bad)

@@ -503,19 +503,33 @@ def _comparison_head(c: Any, short: tuple[str, str], md: bool) -> list[str]:
         out.append(f"Step time (no profiler, median): {short[0]} {fmt_time_us(a.unprofiled_step_us)}, "
                    f"{short[1]} {fmt_time_us(b.unprofiled_step_us)}, speedup {_speedup(c.unprofiled_speedup)}"
                    f"{'  ' if md else ''}")
-    out.append(f"Rows: {c.rows_are}. Times per step; Ops/Kernels: calls per step; Peak: compiled "
-               "FLOP/s as % of the compute peak.")
+    out.append(f"Rows: {c.rows_are}. Times per step, {_time_text(c)}; Ops/Kernels: calls per step; FLOP: "
+               f"the row's costed events ({short[1]}'s, else {short[0]}'s); Peak: their FLOP/s over their own "
+               "time as % of the compute peak.")
     return out
+
+
+def _time_text(c: Any) -> str:
+    """What the rows' times are, per side."""
+    words = {"host": "host time (the op or CPU kernel on its thread)", "device": "device time (the kernels)"}
+    if c.a.time == c.b.time:
+        return words[c.a.time]
+    return f"A: {words[c.a.time]}, B: {words[c.b.time]}"
+
+
+_PHASE_TITLES = {"other": "Other (device events launched from no thread of the step, or whose launch the trace lacks)"}
 
 
 def _comparison_phases(c: Any, short: tuple[str, str], fmt: str) -> tuple[list[str], list[str]]:
     """One table per phase (rows and the phase total), and the fusion map lines of its rows."""
     md = fmt == "markdown"
+    kernels = c.by == "kernel"
     headers = ["Module" if c.by == "module" else c.by.capitalize(), short[0], short[1], "Speedup",
-               "Ops" if not c.a.compiled else "A calls", "Kernels" if c.b.compiled else "B calls", "FLOP", "Peak"]
+               "Ops" if not (c.a.compiled or kernels) else f"{short[0]} calls",
+               "Kernels" if c.b.compiled and not kernels else f"{short[1]} calls", "FLOP", "Peak"]
     out: list[str] = []
     fusion_lines: list[str] = []
-    for phase in ("forward", "backward"):
+    for phase in ("forward", "backward", "other"):
         rows = [r for r in c.rows if r.phase == phase]
         if not rows:
             continue
@@ -524,25 +538,31 @@ def _comparison_phases(c: Any, short: tuple[str, str], fmt: str) -> tuple[list[s
             key = r.key if c.by != "line" else r.key.replace("\\", "/").rsplit("/", 1)[-1]
             cells.append([key if key else _ROOT_MODULE, fmt_time_us(r.a_us), fmt_time_us(r.b_us),
                           _speedup(r.speedup), _count(r.a_count), _count(r.b_count), fmt_si(r.flops),
-                          fmt_pct(r.achieved_pct)])
+                          fmt_pct(r.achieved_pct) + (" *" if r.achieved_pct is not None and r.achieved_pct > 100 else "")])
             if r.fusion:
                 fusion_lines.append(f"[{phase}] {key or _ROOT_MODULE}: " + "; ".join(r.fusion))
         ta, tb = c.phase_total(phase)
         cells.append([f"{phase} total", fmt_time_us(ta), fmt_time_us(tb),
                       _speedup(ta / tb if ta > 0 and tb > 0 else None), "", "", "", ""])
-        out += ["", f"### {phase.capitalize()}", ""] if md else ["", phase.capitalize()]
+        title = _PHASE_TITLES.get(phase, phase.capitalize())
+        out += ["", f"### {title}", ""] if md else ["", title]
         out.append(render_table(headers, cells, fmt, align=list("lrrrrrrr")))
     return out, fusion_lines
 
 
 def _comparison_tail(c: Any, short: tuple[str, str], fmt: str, fusion_lines: list[str]) -> list[str]:
-    """Totals per step (rows + unattributed = measured step time, on each side), fusion map, notes."""
+    """Totals per step (rows - the time rows ran beside each other + unattributed = measured step
+    time, on each side), fusion map, notes."""
     md = fmt == "markdown"
     a, b = c.a, c.b
-    tot = [["rows (all phases)", fmt_time_us(a.attributed_us), fmt_time_us(b.attributed_us)],
-           [f"{UNATTRIBUTED}: Python, hooks, profiler, gaps", fmt_time_us(a.unattributed_us),
-            fmt_time_us(b.unattributed_us)],
-           ["measured step time", fmt_time_us(a.step_us), fmt_time_us(b.step_us)]]
+    tot = [["rows (all phases)", fmt_time_us(a.attributed_us), fmt_time_us(b.attributed_us)]]
+    if a.overlap_us > 0 or b.overlap_us > 0:
+        tot.append(["- rows that ran beside each other (threads, streams)", fmt_time_us(-a.overlap_us),
+                    fmt_time_us(-b.overlap_us)])
+    what = {"host": "Python, hooks, profiler, gaps", "device": "device idle"}
+    tot += [[f"{UNATTRIBUTED}: " + " / ".join(dict.fromkeys(what[t] for t in (a.time, b.time))),
+             fmt_time_us(a.unattributed_us), fmt_time_us(b.unattributed_us)],
+            ["measured step time", fmt_time_us(a.step_us), fmt_time_us(b.step_us)]]
     out = ["", "### Totals", ""] if md else ["", "Totals (per step)"]
     out.append(render_table(["", short[0], short[1]], tot, fmt, align=list("lrr")))
     if fusion_lines:

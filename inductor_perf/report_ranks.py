@@ -1,6 +1,8 @@
 """Text, markdown and JSON of the cross-rank view (:class:`inductor_perf.ranks.CrossRankSummary`):
 the straggler first, then the per-rank table, the kernels that differ most between ranks, the
-collectives and what was left out. Takes the object or its ``to_dict()``; imports no stage."""
+collectives and what was left out; and of a folder of runs (:class:`inductor_perf.ranks.FolderSummary`,
+:func:`format_folder`): the table of runs, then each set of ranks' view. Takes the object or its
+``to_dict()``; imports no stage."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from typing import Any
 
 from .kernel_kinds import KIND_LABELS
 from .kernel_names import readable_names, short_name
-from .report import TEXT_WIDTH, _check_fmt, _wrap, fmt_bytes, fmt_gbps, fmt_pct, fmt_time_us, render_table
+from .report import (TEXT_WIDTH, _check_fmt, _wrap, fmt_bytes, fmt_gbps, fmt_pct, fmt_tflops, fmt_time_us,
+                     render_table)
 
 MAX_COLLECTIVE_ROWS = 24
 """Rows of the collectives table in text and markdown (all of them are in the JSON)."""
@@ -104,4 +107,52 @@ def format_ranks(view: Any, fmt: str = "text") -> str:
             out += [_wrap("  ", foot)] if foot else []
     if d["notes"]:
         out += ["", "Notes"] + [_wrap("- ", n) for n in d["notes"]]
+    return "\n".join(out) + "\n"
+
+
+def _runs_table(d: dict[str, Any], fmt: str) -> tuple[list[str], list[list[Any]]]:
+    headers = ["Run", "Rank", "Device", "Steps", "Step", "Window", "Busy", "Kernels", "FLOP/s", "Of peak",
+               "Top kernel", "Its busy"]
+    tops = readable_names([r["top_kernel"] for r in d["runs"] if r["top_kernel"]], 32 if fmt == "text" else None)
+    rows = [[r["file"], "-" if r["rank"] is None else f"{r['rank']}" + (f" of {r['world_size']}" if r["world_size"] else ""),
+             r["device"] or "-", r["steps"] or "-", fmt_time_us(r["step_us"]), fmt_time_us(r["window_us"]),
+             fmt_pct(r["busy_pct"]), r["kernels"], fmt_tflops(r["achieved_tflops"]),
+             fmt_pct(r["flops_pct_of_peak"]) + (f" {r['peak_dtype']}" if r["peak_dtype"] else ""),
+             tops[r["top_kernel"]] if r["top_kernel"] else "-", fmt_pct(r["top_kernel_busy_pct"])]
+            for r in d["runs"]]
+    return headers, rows
+
+
+_RUNS_FOOT = ("one row per trace that is not a rank of a job whose other ranks are here; Step = mean "
+              "ProfilerStep#N, Window = the summary's window (the steps, else the kernels' span), Busy = % "
+              "of it with a kernel running, "
+              "FLOP/s = the kernels' FLOPs over their time, Of peak = that as % of the device's peak, "
+              "Its busy = % of the busy time the top kernel ran; - where unknown; files and why in --format json")
+
+
+def format_folder(view: Any, fmt: str = "text") -> str:
+    """Render what ``summary DIR`` found (:func:`inductor_perf.ranks.folder_view`): a
+    :class:`~inductor_perf.ranks.CrossRankSummary` as :func:`format_ranks` does, a
+    :class:`~inductor_perf.ranks.FolderSummary` (or either's ``to_dict()``) as the table of runs,
+    then each set of ranks' view."""
+    _check_fmt(fmt)
+    d = view if isinstance(view, dict) else view.to_dict()
+    if "runs" not in d:
+        return format_ranks(d, fmt)
+    if fmt == "json":
+        return json.dumps(d, indent=2, allow_nan=False, sort_keys=True) + "\n"
+    title = (f"inductor_perf summary of {d['path']}: {len(d['runs'])} run(s) of their own"
+             + (f", {len(d['rank_sets'])} set(s) of ranks of one job" if d["rank_sets"] else ""))
+    headers, rows = _runs_table(d, fmt)
+    md = fmt == "markdown"
+    out = [f"## {title}", ""] if md else [title, "=" * min(TEXT_WIDTH, len(title))]
+    if rows:
+        out += ([f"### Runs ({len(rows)})", ""] if md else ["", f"Runs ({len(rows)})"])
+        out += [render_table(headers, rows, fmt, align=list("lllrrrrrrrlr"), fixed=[0]), ""]
+        out += [f"_{_RUNS_FOOT}_"] if md else [_wrap("  ", _RUNS_FOOT)]
+    for view_d in d["rank_sets"]:
+        out += ["", format_ranks(view_d, fmt).rstrip("\n")]
+    head = "What was done with each trace"
+    out += (["", f"### {head}", ""] + [f"- {n}" for n in d["notes"]] if md
+            else ["", head] + [_wrap("- ", n) for n in d["notes"]])
     return "\n".join(out) + "\n"

@@ -7,10 +7,12 @@ Upstream's trace diff joins by kernel name, which cannot work between eager (ate
 kernels count one by one). Each unit gets
 
 - a phase: forward or backward (compiled kernels: their graph; eager autograd ops: the
-  ``autograd::engine::evaluate_function`` events of the backward pass);
+  ``autograd::engine::evaluate_function`` events of the backward pass, and every op of the autograd
+  engine's own thread, where torch runs the backward beside a device);
 - a module: the innermost ``## inductor_perf module=<fqn> ##`` range around an eager op
   (:mod:`inductor_perf.eager`); for an eager backward op, the module of the forward op with the same
-  autograd ``Sequence number``; for a compiled kernel, its ``module_path`` arg (augmented traces);
+  autograd ``Sequence number`` (on whichever thread it ran); for a compiled kernel, its ``module_path``
+  arg (augmented traces: on the host event, or on the device events it launched);
 - a source line (compiled kernels only: eager traces carry none);
 - the eager ops it stands for: its own name for eager units; for compiled kernels, the
   ``original_aten`` ops of the FX nodes it computes (``eager_ops`` arg).
@@ -21,13 +23,19 @@ the work done directly in the parent's own ``forward``. A compiled kernel that f
 modules counts in the module its tag names (``KernelTag.module_path``, decided once in tagging: the
 module whose nodes do most of the kernel's work); the fusion map names the others.
 
-Time per row is per step (mean over the recorded steps). The totals row is the measured step time
-(from the step ranges); whatever no unit covers (Python between ops, hooks, the profiler itself) is
-the "(unattributed)" row, so the rows add up to the measured step time exactly.
+A unit's time is its host time on its thread; its FLOPs and peak share are those of the costed events
+inside it (CPU) or of the device events it launched (GPU). ``by="kernel"`` rows are the trace's
+kernels as the summary counts them instead (:mod:`.kernels`): device events, with their device time,
+or the CPU kernels. Time per row is per step (mean over the recorded steps), cut to the steps. The
+totals row is the measured step time (from the step ranges); whatever no row covers (Python between
+ops, hooks, the profiler itself; device idle) is the "(unattributed)" row, so the rows, less the time
+rows of two threads or streams ran at once, plus "(unattributed)" add up to the measured step time
+exactly, and "(unattributed)" is never negative.
 
-Stages: ``units`` (a trace cut into units), ``rows`` (two traces' units joined into rows; the fusion
-map), ``runner`` (running the model, the entry points). Text, markdown and JSON rendering is in
-:mod:`inductor_perf.report`.
+Stages: ``units`` (a trace cut into units), ``kernels`` (kernels, whose they are, the time units
+cover), ``rows`` (two traces' units joined into rows; the fusion map), ``sides`` (a file reduced to
+aggregated units, streamed when large), ``runner`` (running the model, the entry points). Text,
+markdown and JSON rendering is in :mod:`inductor_perf.report`.
 """
 
 from ..report import UNATTRIBUTED

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 from .. import events as evs
 from ..errors import InductorPerfError
 from ..report import format_comparison
-from .units import NO_KEY, SPECIAL_KEYS, VIEW_OPS, TraceUnits, Unit
+from .units import NO_KEY, OTHER_PHASE, SPECIAL_KEYS, VIEW_OPS, TraceUnits, Unit
 
 BY = ("module", "line", "op", "kernel")
 
@@ -151,23 +151,37 @@ class SideTotals:
     step_us: float
     """Mean measured step time (step ranges)."""
     attributed_us: float
-    """Mean time per step covered by units (rows)."""
+    """Mean time per step of the rows (their sum)."""
     compiled: bool
     has_module_info: bool
     has_source_info: bool
     unprofiled_step_us: float | None = None
     """Median step time measured without the profiler (compare() only)."""
+    covered_us: float | None = None
+    """Mean time per step that the rows cover together (ops of two threads, or kernels of two streams,
+    that run at once count once); None: the rows' sum."""
+    time: str = "host"
+    """What a row's time is: ``host`` (the op or CPU kernel events' time on their thread) or
+    ``device`` (the device events' own time: ``by="kernel"`` on a trace with device events)."""
+
+    @property
+    def overlap_us(self) -> float:
+        """Time per step in the rows twice or more: rows that ran at the same time (threads, streams)."""
+        return self.attributed_us - self.covered_us if self.covered_us is not None else 0.0
 
     @property
     def unattributed_us(self) -> float:
-        return self.step_us - self.attributed_us
+        """The step time no row covers: ``step_us`` minus the time the rows cover, never below zero
+        (rows are cut to the steps: :mod:`.kernels`)."""
+        return self.step_us - (self.covered_us if self.covered_us is not None else self.attributed_us)
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "steps": self.steps, "steps_from": self.steps_from,
                 "step_us": self.step_us, "attributed_us": self.attributed_us,
-                "unattributed_us": self.unattributed_us, "compiled": self.compiled,
-                "has_module_info": self.has_module_info, "has_source_info": self.has_source_info,
-                "unprofiled_step_us": self.unprofiled_step_us}
+                "covered_us": self.covered_us if self.covered_us is not None else self.attributed_us,
+                "overlap_us": self.overlap_us, "unattributed_us": self.unattributed_us, "time": self.time,
+                "compiled": self.compiled, "has_module_info": self.has_module_info,
+                "has_source_info": self.has_source_info, "unprofiled_step_us": self.unprofiled_step_us}
 
 
 @dataclass
@@ -275,17 +289,18 @@ def _new_stats() -> dict[str, Any]:
     return {"flops": 0.0, "flops_known": False, "pct_num": 0.0, "pct_den": 0.0, "fusion": defaultdict(float)}
 
 
-def _fill_rows(sides: Sequence[TraceUnits], key: Callable[[Unit], str]
+def _fill_rows(sides: Sequence[TraceUnits], key: Callable[[Unit], str], by: str
                ) -> tuple[dict[tuple[str, str], Row], dict[tuple[Any, ...], dict[str, Any]], list[float]]:
     """Rows keyed (phase, key) with both sides' times and counts per step; per (side, phase, key)
-    FLOP / peak / fusion statistics; each side's time per step covered by units."""
+    FLOP / peak / fusion statistics; each side's time per step in the rows. ``by="kernel"`` reads
+    the sides' kernels, any other grouping their units."""
     table: dict[tuple[str, str], Row] = {}
     stats: dict[tuple[Any, ...], dict[str, Any]] = defaultdict(_new_stats)
     attributed = []
     for side_i, side in enumerate(sides):
         n = max(side.steps, 1)
         total = 0.0
-        for u in sorted(side.units, key=lambda u: u.ts):
+        for u in sorted(side.kernels if by == "kernel" else side.units, key=lambda u: u.ts):
             k = (u.phase, key(u))
             row = table.get(k)
             if row is None:
@@ -304,8 +319,8 @@ def _fill_rows(sides: Sequence[TraceUnits], key: Callable[[Unit], str]
                 if u.achieved_pct and u.achieved_pct > 0 and u.flops > 0:
                     st["pct_num"] += u.flops
                     st["pct_den"] += u.flops / u.achieved_pct
-            if u.compiled:
-                st["fusion"][_fusion_entry(u)] += u.dur
+            if u.compiled and not (by == "kernel" and _work_ops(u.ops) in ([], [u.name])):
+                st["fusion"][_fusion_entry(u)] += u.dur  # (a kernel row of a kernel that fused nothing: no news)
         attributed.append(total / n)
     return table, stats, attributed
 
@@ -330,7 +345,7 @@ def _finish_rows(table: dict[tuple[str, str], Row], stats: dict[tuple[Any, ...],
 
 
 def _ordered_rows(table: dict[tuple[str, str], Row], by: str) -> list[Row]:
-    phase_order = {"forward": 0, "backward": 1}
+    phase_order = {"forward": 0, "backward": 1, OTHER_PHASE: 2}
     if by in ("module", "line"):
         # Execution order (first call on side A, then B) reads like the model; special rows last.
         order = {k: n for n, k in enumerate(table)}
@@ -346,19 +361,28 @@ def _rounded(us: float) -> float:
     return round(us, 6)
 
 
-def _side_totals(labels: tuple[str, str], sides: Sequence[TraceUnits], attributed: Sequence[float],
+def _side_totals(labels: tuple[str, str], sides: Sequence[TraceUnits], attributed: Sequence[float], by: str,
                  notes: list[str]) -> list[SideTotals]:
     totals = []
     for lbl, side, att in zip(labels, sides, attributed):
         n = max(side.steps, 1)
         step_us = sum(side.step_walls_us) / n if side.step_walls_us else att
-        totals.append(SideTotals(label=lbl, steps=side.steps, steps_from=side.steps_from, step_us=step_us,
-                                 attributed_us=att, compiled=side.compiled, has_module_info=side.has_module_info,
-                                 has_source_info=side.has_source_info))
-        # Our invariant: units are disjoint in time on the step thread(s), so they fit in the steps.
-        if side.steps_from != "span" and att > step_us * 1.001 + 1.0:
-            notes.append(f"{lbl}: ops cover {att:.1f} µs per step but steps last {step_us:.1f} µs "
-                         "(overlapping threads?)")
+        kernels = by == "kernel"
+        t = SideTotals(label=lbl, steps=side.steps, steps_from=side.steps_from, step_us=step_us,
+                       attributed_us=att, compiled=side.compiled, has_module_info=side.has_module_info,
+                       has_source_info=side.has_source_info,
+                       covered_us=(side.kernels_covered_us if kernels else side.covered_us) / n,
+                       time=side.kernel_time if kernels else "host")
+        totals.append(t)
+        if t.overlap_us > max(1e-6 * att, 1e-3):
+            what = "kernels of different streams" if t.time == "device" else "ops of different threads"
+            notes.append(f"{lbl}: {t.overlap_us:,.1f} µs per step of the rows ran beside each other ({what}: "
+                         "each counts in its row, once in the time the rows cover)")
+        count, lost = side.unlinked
+        if count:
+            where = "the rows of phase 'other'" if kernels else "no row (--by kernel shows them)"
+            notes.append(f"{lbl}: {count:,} device event(s), {lost / n:,.1f} µs per step, were launched from no "
+                         f"thread of the step, or the trace lacks their launch: in {where}")
     return totals
 
 
@@ -367,15 +391,23 @@ def compare_units(a: TraceUnits, b: TraceUnits, *, by: str = "module", labels: t
     """Join two traces' units into rows (pure). ``a`` is the baseline (eager), ``b`` the candidate."""
     if by not in BY:
         raise InductorPerfError(f"unknown grouping by={by!r}; expected one of {', '.join(BY)}")
+    if by == "kernel" and not (a.kernels_read and b.kernels_read):
+        raise ValueError("by='kernel' needs the kernels: units read with kernels=False have none")
     notes: list[str] = []
     sides = (a, b)
     by = _resolve_by(a, b, by, labels, notes)
-    table, stats, attributed = _fill_rows(sides, _key_fn(by, sides))
+    table, stats, attributed = _fill_rows(sides, _key_fn(by, sides), by)
     _finish_rows(table, stats)
     rows = _ordered_rows(table, by)
-    totals = _side_totals(labels, sides, attributed, notes)
+    totals = _side_totals(labels, sides, attributed, by, notes)
     if a.steps != b.steps:
         notes.append(f"{labels[0]} recorded {a.steps} step(s), {labels[1]} {b.steps}: times are per step")
+    over = [r for r in rows if r.achieved_pct is not None and r.achieved_pct > 100.0]
+    if over:
+        notes.append(f"{len(over)} row(s) above 100 % of the compute peak (marked *, e.g. {over[0].key}): their "
+                     "kernels' FLOPs over their time exceed the peak their dtype's roof gives, so the peak is too "
+                     "low for them (a faster unit than it assumes, such as TF32 tensor cores against the float32 "
+                     "roof) or their FLOPs are an overestimate; `inductor-perf summary` names the kernels")
     return Comparison(by=by, a=totals[0], b=totals[1], rows=rows, notes=notes)
 
 

@@ -55,11 +55,12 @@ def diff_files(path_a: str | os.PathLike, path_b: str | os.PathLike, *, by: str 
         la, lb = os.fspath(path_a), os.fspath(path_b)
     if engine not in ENGINES:
         raise ValueError(f"unknown diff engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
+    kernels = by == "kernel"  # only --by kernel reads the kernels themselves
     if engine == "full":
-        ua, note_a = costed_units(tf.load_trace(path_a))  # one trace in memory at a time
-        ub, note_b = costed_units(tf.load_trace(path_b))
+        ua, note_a = costed_units(tf.load_trace(path_a), kernels)  # one trace in memory at a time
+        ub, note_b = costed_units(tf.load_trace(path_b), kernels)
     else:
-        (ua, note_a), (ub, note_b) = two_sides(path_a, path_b, engine)
+        (ua, note_a), (ub, note_b) = two_sides(path_a, path_b, engine, kernels)
     result = compare_units(ua, ub, by=by, labels=(la, lb))
     result.notes += [f"{side}: {note}" for side, note in zip((la, lb), (note_a, note_b)) if note]
     return result

@@ -17,6 +17,8 @@ from .. import events as evs
 from .. import trace_format as tf
 from ..eager import parse_module_range, parse_phase_range, parse_step_range
 from ..markers import MARKER_PREFIX, parse_marker
+from .kernels import (EVAL_FN, Device, Places, SideEvents, autograd_threads, clip, combine_costs, correlation_key,
+                      cpu_kernels, kernel_cost, merge, ops_by_external_id)
 
 # Keys of rows that are not a module / line / op of the user's code.
 OUTSIDE_MODEL = "(outside model)"
@@ -24,8 +26,11 @@ RUNTIME = "(runtime overhead)"
 GRAD_ACCUM = "(grad accumulation)"
 NO_KEY = "(unknown)"
 SPECIAL_KEYS = (OUTSIDE_MODEL, RUNTIME, GRAD_ACCUM, NO_KEY)
+OTHER_PHASE = "other"
+"""The phase of a device event launched from no thread of the step, or whose launch the trace lacks
+(only kernels have it: ``by="kernel"``)."""
 
-_EVAL_FN = "autograd::engine::evaluate_function: "
+_EVAL_FN = EVAL_FN
 _ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
 _PROFILER_STEP = "ProfilerStep#"
 # Ops that only re-describe memory; they are left out of the fusion map when a kernel has real work.
@@ -35,13 +40,9 @@ VIEW_OPS = frozenset({
     "aten::split_with_sizes", "aten::alias", "aten::as_strided", "aten::detach", "aten::unbind",
     "getitem", "operator.getitem",
 })
-# The host-side events units are cut from: ops and our ranges (CPU_SCOPE_CATS), plus Python frames,
-# which are transparent (their ops still count) but must nest like the rest.
-_CPU_CATS = evs.CPU_SCOPE_CATS | {"python_function"}
-HOST_CATS = frozenset(_CPU_CATS)
-"""The (lower-cased) categories of the events units are cut from."""
-UNIT_ARGS = ("Sequence number", evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS, evs.KERNEL_FLOP, evs.ACHIEVED_FLOPS_PCT)
-"""The only args of a host event that cutting units reads."""
+UNIT_ARGS = ("Sequence number", evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS, evs.KERNEL_FLOP, evs.ACHIEVED_FLOPS_PCT,
+             evs.KERNEL_KIND, evs.COST_SOURCE)
+"""The only args of a host event that cutting units (and choosing the CPU kernels) reads."""
 
 
 # --- units: the outermost op / kernel events of a trace ------------------------------------------
@@ -88,6 +89,22 @@ class TraceUnits:
     compiled: bool
     eager_op_names: frozenset[str] = frozenset()
     """Every op event name in the trace (for checks of the fusion map)."""
+    kernels: list[Unit] = field(default_factory=list)
+    """The trace's kernels as the summary counts them (device events; on a CPU trace the kernels of
+    compiled graphs, else the outermost aten ops), each with its unit's phase and module: the rows
+    of ``by="kernel"`` (:mod:`.kernels`)."""
+    kernels_read: bool = True
+    """Whether :attr:`kernels` were read (``units_from_events(kernels=False)`` leaves them out)."""
+    kernel_time: str = "host"
+    """What a kernel's time is: ``device`` (device events) or ``host`` (CPU kernels)."""
+    covered_us: float = 0.0
+    """The time the units cover, all steps together: the union of their intervals (threads that run
+    at once count once), inside the steps."""
+    kernels_covered_us: float = 0.0
+    """The same of :attr:`kernels`."""
+    unlinked: tuple[int, float] = (0, 0.0)
+    """Device events whose launching op is on no counted thread (or not found): (count, time in the
+    steps); kernels of phase :data:`OTHER_PHASE`, in no row of units."""
 
     @property
     def steps(self) -> int:
@@ -160,6 +177,19 @@ def _seqs(n: _Node) -> Iterable[int]:
     return out
 
 
+def _costs(n: _Node) -> list[tuple[float | None, float | None]]:
+    """(``kernel_flop``, ``achieved_flops_pct``) of the outermost costed events at or below ``n``
+    (the cost join costs an op once: an event inside a costed one is not costed again)."""
+    args = evs.event_args(n.ev)
+    flops = evs.number(args.get(evs.KERNEL_FLOP))
+    if flops is not None:
+        return [(flops, evs.number(args.get(evs.ACHIEVED_FLOPS_PCT)))]
+    out: list[tuple[float | None, float | None]] = []
+    for c in n.children:
+        out.extend(_costs(c))
+    return out
+
+
 @dataclass(frozen=True)
 class _Scope:
     """What the containers around an event say about it."""
@@ -174,28 +204,6 @@ class _Scope:
     """Inside an op that holds a graph marker (Torch-Compiled Region, CompiledFunction, ...)."""
     in_model: bool = False
     """Inside the forward phase range."""
-
-
-def _cpu_events_by_thread(events: Iterable[tuple[int, dict, float, float]], with_index: bool = True
-                          ) -> tuple[dict[tuple[Any, Any], list[tuple[dict, float, float]]], dict[int, int]]:
-    """The named host events of each (pid, tid), and (``with_index``) each event's index in the
-    trace (by ``id``)."""
-    by_thread: dict[tuple[Any, Any], list[tuple[dict, float, float]]] = defaultdict(list)
-    index_of: dict[int, int] = {}
-    host: dict[Any, bool] = {}  # category -> whether units read it (evs.category, once per category)
-    for i, ev, ts, dur in events:
-        cat = ev.get("cat")
-        if not isinstance(cat, str):
-            continue
-        keep = host.get(cat)
-        if keep is None:
-            keep = host[cat] = cat.lower() in _CPU_CATS
-        if not keep or not isinstance(ev.get("name"), str):
-            continue
-        if with_index:
-            index_of[id(ev)] = i
-        by_thread[(ev.get("pid"), ev.get("tid"))].append((ev, ts, dur))
-    return by_thread, index_of
 
 
 def _find_steps(by_thread: Mapping[tuple[Any, Any], list[tuple[dict, float, float]]]
@@ -234,6 +242,19 @@ class _UnitCollector:
         self.pending_bwd: list[tuple[Unit, list[int]]] = []
         self.has_module = self.has_source = self.compiled_trace = False
         self.all_names: set[str] = set()
+        self.thread: tuple[Any, Any] = (None, None)
+        """The thread being visited."""
+        self.threads: set[tuple[Any, Any]] = set()
+        """The threads visited: the step's."""
+        self.places: Places[Unit] = Places()
+        """Each unit by its thread and interval: whose kernel is a kernel (:func:`_kernel_units`)."""
+        self.markers: Places[str] = Places()
+        """Each compiled-graph marker by its thread and interval, with its phase: a CUDA graph's
+        replay (``cudaGraphLaunch``) sits in one outside any op."""
+
+    def _add(self, u: Unit) -> None:
+        self.units.append(u)
+        self.places.add(self.thread, u.ts, u.dur, u)
 
     def visit(self, n: _Node, scope: _Scope) -> None:
         name: str = n.ev["name"]
@@ -260,6 +281,7 @@ class _UnitCollector:
             parsed = parse_marker(name)
             scope = dataclasses.replace(scope, graph=("bwd" if parsed[1] else "fwd") if parsed else "fwd")
             self.compiled_trace = True
+            self.markers.add(self.thread, n.ts, n.end - n.ts, "backward" if scope.graph == "bwd" else "forward")
         elif n.marker and cat in evs.CPU_OP_CATS and not _is_ours(name):
             scope = dataclasses.replace(scope, in_compiled=True)  # Torch-Compiled Region, CompiledFunction[Backward], ...
         return scope
@@ -276,7 +298,7 @@ class _UnitCollector:
         else:
             unit_phase = "backward" if is_bwd_event else "forward"
         if scope.graph is not None:
-            self.units.append(self._kernel_unit(n, name, args, unit_phase, subtree))
+            self._add(self._kernel_unit(n, name, args, unit_phase, subtree))
         else:
             self._eager_unit(n, name[len(_EVAL_FN):] if is_bwd_event else name, args, unit_phase, subtree, scope)
 
@@ -285,12 +307,8 @@ class _UnitCollector:
         info = self.kernel_info(self.index_of[id(n.ev)]) if self.kernel_info is not None else None
         mod = info.get("module") if info else args.get(evs.MODULE_PATH)
         src = info.get("source") if info else args.get(evs.SOURCE)
-        ops_arg = info.get("ops") if info else args.get(evs.EAGER_OPS)
-        if isinstance(ops_arg, str):
-            ops = tuple(o.strip() for o in ops_arg.split(",") if o.strip())
-        elif ops_arg:
-            ops = tuple(ops_arg)
-        else:
+        ops = _ops_of(info.get("ops") if info else args.get(evs.EAGER_OPS))
+        if not ops:
             ops = (name,) if not name.startswith("graph_") else ()
         if not isinstance(mod, str):
             mod = None
@@ -300,19 +318,20 @@ class _UnitCollector:
             self.has_source = True
         else:
             src = None
+        flops, pct = combine_costs(_costs(n))
         # The event's own name (graph_0_cpp_fused_gelu_0, aten::addmm): what other tools show.
         return Unit(name=name, ts=n.ts, dur=n.end - n.ts, phase=unit_phase,
                     module=mod if mod is not None else NO_KEY, source=src, ops=ops, compiled=True,
-                    flops=evs.number(args.get(evs.KERNEL_FLOP)),
-                    achieved_pct=evs.number(args.get(evs.ACHIEVED_FLOPS_PCT)),
+                    flops=flops, achieved_pct=pct,
                     also_modules=tuple((info or {}).get("also_modules", ())), subtree_names=subtree,
                     node_keys=tuple((info or {}).get("node_keys", ())))
 
     def _eager_unit(self, n: _Node, op: str, args: dict, unit_phase: str, subtree: tuple[str, ...],
                     scope: _Scope) -> None:
         """An eager op: its module range, else a special row; backward ops wait for their forward op's module."""
+        flops, pct = combine_costs(_costs(n))
         u = Unit(name=op, ts=n.ts, dur=n.end - n.ts, phase=unit_phase, module=None, source=None, ops=(op,),
-                 compiled=False, subtree_names=subtree)
+                 compiled=False, subtree_names=subtree, flops=flops, achieved_pct=pct)
         if scope.module is not None:
             u.module = scope.module
             if unit_phase == "forward":
@@ -330,7 +349,7 @@ class _UnitCollector:
             u.module = OUTSIDE_MODEL
             if unit_phase == "forward":
                 self.fwd_units.append((n, None))
-        self.units.append(u)
+        self._add(u)
 
     def resolve_backward(self) -> None:
         """Give each eager backward op the module of the forward op with its autograd sequence number."""
@@ -348,97 +367,179 @@ class _UnitCollector:
             u.module = mod if mod is not None else OUTSIDE_MODEL
 
 
-def _keep_in_steps(units: list[Unit], steps: list[tuple[float, float]]) -> tuple[list[Unit], list[float]]:
-    """The units inside the steps, numbered by step, and each step's wall time (no steps: all units
-    and one span covering them)."""
-    if steps:
-        starts = [a for a, _ in steps]
-        kept = []
-        for u in units:
-            k = bisect.bisect_right(starts, u.ts) - 1
-            if k >= 0 and u.ts < steps[k][1]:
-                u.step = k
-                kept.append(u)
-        return kept, [b - a for a, b in steps]
-    if units:
-        return units, [max(u.ts + u.dur for u in units) - min(u.ts for u in units)]
-    return units, []
+def _keep_in_steps(items: list[Unit], windows: list[tuple[float, float]],
+                   steps: list[tuple[float, float]]) -> tuple[list[Unit], float]:
+    """The units (or kernels) with time inside the ``windows`` (the steps' union, :func:`kernels.merge`),
+    each one's ``dur`` cut to that time and ``step`` the step it starts in (or the first it reaches),
+    and the time they cover together (:func:`kernels.clip`)."""
+    inside, covered = clip([(u.ts, u.dur) for u in items], windows)
+    starts = [a for a, _ in steps]
+    kept = []
+    for u, t in zip(items, inside):
+        if t is None:
+            continue
+        u.dur = t
+        u.step = max(bisect.bisect_right(starts, u.ts) - 1, 0)
+        kept.append(u)
+    return kept, covered
 
 
 def trace_units(trace: Mapping[str, Any], *, kernel_info: Callable[[int], dict[str, Any] | None] | None = None,
-                skipped: dict[str, int] | None = None) -> TraceUnits:
+                kernels: bool = True, skipped: dict[str, int] | None = None) -> TraceUnits:
     """Cut a Kineto trace into :class:`Unit` s (pure).
 
     ``kernel_info(event_index)`` may supply ``module``, ``source``, ``ops``, ``kernel``, ``also_modules``
     for compiled kernel events (what :func:`compare` knows from the tags); otherwise they come from
-    the events' args (``module_path``, ``source``, ``eager_ops``). ``skipped``: where
-    :func:`events.complete_events` counts the events skipped for their times.
+    the events' args (``module_path``, ``source``, ``eager_ops``). ``kernels=False``: without the
+    kernels (:func:`units_from_events`). ``skipped``: where :func:`events.complete_events` counts the
+    events skipped for their times.
     """
     tf.validate_trace(dict(trace))
-    return units_from_events(evs.complete_events(dict(trace), skipped=skipped), kernel_info=kernel_info)
+    return units_from_events(evs.complete_events(dict(trace), skipped=skipped), kernel_info=kernel_info,
+                             kernels=kernels)
 
 
 def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
-                      kernel_info: Callable[[int], dict[str, Any] | None] | None = None) -> TraceUnits:
+                      kernel_info: Callable[[int], dict[str, Any] | None] | None = None,
+                      launches: Mapping[Any, tuple[Any, Any, float]] | None = None,
+                      ops_by_ext: Mapping[Any, tuple[Any, Any, float]] | None = None,
+                      device: list[Device] | None = None, kernels: bool = True) -> TraceUnits:
     """:func:`trace_units` of a trace's complete events, given as :func:`events.complete_events`
-    yields them (``(index, event, ts, dur)`` in file order). Only the host events (categories
-    ``cpu_op``, ``operator``, ``user_annotation``, ``python_function``) with a string name are read,
-    and of each only its name, category, pid, tid and the args a unit takes (``Sequence number``,
-    ``module_path``, ``source``, ``eager_ops``, ``kernel_flop``, ``achieved_flops_pct``): a caller
-    may pass those events alone, slimmed (:mod:`inductor_perf.comparison.sides` does)."""
-    by_thread, index_of = _cpu_events_by_thread(events, with_index=kernel_info is not None)
-    forests = {k: _forest(v) for k, v in by_thread.items()}
-    for roots in forests.values():
+    yields them (``(index, event, ts, dur)`` in file order). Read are the host events (categories
+    ``cpu_op``, ``operator``, ``user_annotation``, ``python_function``) with a string name, and of
+    each only its name, category, pid, tid and the args a unit takes (:data:`UNIT_ARGS`); the device
+    events (:data:`kernels.DEVICE_ARGS`); the launches' correlations and places. A caller may pass
+    those events alone, slimmed, with the launches as ``launches`` (correlation -> (pid, tid, ts)), the
+    device events as ``device`` (:data:`Device` tuples) and the CPU ops' places by External id as
+    ``ops_by_ext`` (:func:`kernels.ops_by_external_id`; for the device events whose launch is not in
+    ``launches``) (:mod:`inductor_perf.comparison.sides` does). ``kernels=False``: no kernels (only
+    ``by="kernel"`` reads them; units still take their FLOPs from the device events)."""
+    got = SideEvents(events, with_index=kernel_info is not None)
+    if launches is not None:
+        got.launches.update(launches)
+    if device is not None:
+        got.device.extend(device)
+    by_ext = ops_by_ext if ops_by_ext is not None else ops_by_external_id(got.op_exts)
+    steps, steps_from, step_threads = _find_steps(got.by_thread)
+    collector = _UnitCollector(kernel_info, got.index_of)
+    autograd = autograd_threads(got.by_thread, step_threads)
+    for key, thread_evs in got.by_thread.items():
+        if step_threads and key not in step_threads and key not in autograd:
+            continue  # other threads overlap the step in time; their work is not the step's
+        # step marks are not nested with the rest (a mark placed inside a compiled call cuts it):
+        # they only say where steps begin and end (_find_steps)
+        roots = _forest((e for e in thread_evs if not _is_step(e[0]["name"])))
+        collector.thread = key
+        collector.threads.add(key)
         for r in roots:
             _mark_ours(r)
-    steps, steps_from, step_threads = _find_steps(by_thread)
-    collector = _UnitCollector(kernel_info, index_of)
-    for key, roots in forests.items():
-        if step_threads and key not in step_threads:
-            continue  # other threads overlap the step in time; their work is not the step's
-        for r in roots:
-            collector.visit(r, _Scope())
+            # the autograd engine's thread runs backward ops only (torch runs them apart from the
+            # thread that called backward() when a device is involved)
+            collector.visit(r, _Scope(phase="backward") if key in autograd else _Scope())
     collector.resolve_backward()
-    units, walls = _keep_in_steps(collector.units, steps)
+    kernel_units, kernel_time, unlinked = _kernel_units(got, by_ext, collector, autograd, kernels)
+    units = collector.units
+    if steps:
+        windows = merge(steps)
+        walls = [b - a for a, b in steps]
+    else:  # no step marks: one step spanning every unit and kernel
+        spans = [(u.ts, u.ts + u.dur) for u in units] + [(d[2], d[2] + d[3]) for d in got.device]
+        windows = [(min(a for a, _ in spans), max(b for _, b in spans))] if spans else []
+        walls = [b - a for a, b in windows]
+    units, covered = _keep_in_steps(units, windows, steps)
+    kernel_units, kernels_covered = _keep_in_steps(kernel_units, windows, steps)
+    lost = clip([(ts, dur) for ts, dur in unlinked], windows)[0]
     return TraceUnits(units=units, step_walls_us=walls, steps_from=steps_from,
                       has_module_info=collector.has_module, has_source_info=collector.has_source,
-                      compiled=collector.compiled_trace, eager_op_names=frozenset(collector.all_names))
+                      compiled=collector.compiled_trace, eager_op_names=frozenset(collector.all_names),
+                      kernels=kernel_units, kernels_read=kernels, kernel_time=kernel_time, covered_us=covered,
+                      kernels_covered_us=kernels_covered,
+                      unlinked=(sum(t is not None for t in lost), sum(t for t in lost if t is not None)))
 
 
-def aggregate_units(tu: TraceUnits) -> TraceUnits:
-    """``tu`` with its units grouped by everything the rows read of a unit (phase, module, source,
-    name, eager ops, call-tree names, fusion modules and FX node keys, whether its FLOPs and peak %
-    are known): one unit per group, its :attr:`Unit.count` the calls, ``dur`` and ``flops`` their
-    totals, ``ts`` the first one's start, ``achieved_pct`` the FLOP-weighted mean. The groups keep
-    the order of their first unit. :func:`rows.compare_units` gives the same rows for both, within
-    float rounding. Groups grow with the distinct calls, not the calls: 5,807 units of a real A100
-    trace make 100 groups, the million events of ``bench/gen_trace.py`` 5.
+def _is_step(name: str) -> bool:
+    return name.startswith(_PROFILER_STEP) or parse_step_range(name) is not None
 
-    >>> u = Unit("aten::mm", 5.0, 2.0, "forward", "fc", None, ("aten::mm",), False)
-    >>> v = dataclasses.replace(u, ts=9.0, dur=3.0)
-    >>> [(g.count, g.ts, g.dur) for g in aggregate_units(TraceUnits([u, v], [10.0], "span", True, False, False)).units]
-    [(2, 5.0, 5.0)]
-    """
-    groups: dict[tuple[Any, ...], Unit] = {}
-    den: dict[tuple[Any, ...], float] = {}
-    for u in tu.units:
-        pct = u.flops is not None and bool(u.achieved_pct) and u.achieved_pct > 0 and u.flops > 0
-        key = (u.phase, u.module, u.source, u.source_inferred, u.name, u.ops, u.compiled, u.subtree_names,
-               u.also_modules, u.node_keys, u.flops is not None, pct)
-        g = groups.get(key)
-        if g is None:
-            groups[key] = dataclasses.replace(u, achieved_pct=None)
-            den[key] = u.flops / u.achieved_pct if pct else 0.0
+
+def _kernel_units(got: SideEvents, by_ext: Mapping[Any, tuple[Any, Any, float]], collector: "_UnitCollector",
+                  autograd: set[tuple[Any, Any]], want: bool) -> tuple[list[Unit], str, list[tuple[float, float]]]:
+    """(each kernel as a unit of the unit it belongs to (:mod:`.kernels`; none unless ``want``),
+    ``device`` or ``host``, the device events launched from no thread of the step: (ts, dur)). A host
+    unit whose device events carry FLOPs takes their sum (and their peak share); a compiled one
+    without a module of its own takes its kernels' (augmented GPU traces carry them on the device
+    events)."""
+    places, markers = collector.places.freeze(), collector.markers.freeze()
+    out: list[Unit] = []
+    unlinked: list[tuple[float, float]] = []
+    if not got.device:
+        if want:
+            for thread, ev, ts, dur in cpu_kernels({k: v for k, v in got.by_thread.items() if k in collector.threads}):
+                u = places.at(thread, ts)
+                if u is not None:
+                    out.append(_kernel_of(ev["name"], evs.event_args(ev), ts, dur, u))
+        return out, "host", unlinked
+    launched: dict[int, list[Device]] = defaultdict(list)
+    threads, launches, at = collector.threads, got.launches, places.at
+    for dev in got.device:
+        _, name, ts, dur, corr, ext, args = dev
+        place = None if corr is None else launches.get(corr if type(corr) is int else correlation_key(corr))
+        if place is None and ext is not None:  # no launch recorded: the op of its External id
+            place = by_ext.get(ext if type(ext) is int else correlation_key(ext))
+        thread = (place[0], place[1]) if place is not None else None
+        if thread is None or thread not in threads:
+            unlinked.append((ts, dur))  # still a kernel of the device's time: in phase "other"
+            if want:
+                out.append(_kernel_of(name, args, ts, dur, Unit("", ts, dur, OTHER_PHASE, NO_KEY, None, (), False)))
             continue
-        g.count += u.count
-        g.dur += u.dur
-        if u.ts < g.ts:
-            g.ts = u.ts
-        if u.flops is not None:
-            g.flops = (g.flops or 0.0) + u.flops
-        if pct:
-            den[key] += u.flops / u.achieved_pct
-    for key, g in groups.items():
-        if key[-1]:  # peak % of the group: its FLOPs over the time they would take at 100 %
-            g.achieved_pct = g.flops / den[key]
-    return dataclasses.replace(tu, units=list(groups.values()))
+        u = at(thread, place[2])  # type: ignore[index]
+        if u is None:
+            # launched in no op: a CUDA graph replayed in a compiled graph's marker, an optimizer's
+            # kernels from its annotation: a kernel of the phase there
+            if want:
+                phase = markers.at(thread, place[2])  # type: ignore[index]
+                default = "backward" if thread in autograd else "forward"
+                out.append(_kernel_of(name, args, ts, dur, Unit("", ts, dur, phase or default,
+                                                                RUNTIME if phase else OUTSIDE_MODEL, None, (),
+                                                                phase is not None)))
+            continue
+        launched[id(u)].append(dev)
+        if want:
+            out.append(_kernel_of(name, args, ts, dur, u))
+    for u in collector.units:
+        devs = launched.get(id(u))
+        if devs:
+            _from_kernels(u, devs, collector)
+    return out, "device", unlinked
+
+
+def _kernel_of(name: str, args: dict, ts: float, dur: float, u: Unit) -> Unit:
+    """Kernel event ``name`` (of ``args``) as a unit: its own name, time, cost and (when augmenting
+    wrote them) module, source and fused ops; else its unit's phase, module and source."""
+    mod, src, ops = args.get(evs.MODULE_PATH), args.get(evs.SOURCE), _ops_of(args.get(evs.EAGER_OPS))
+    flops, pct = combine_costs([kernel_cost(args, dur)])
+    return Unit(name=name, ts=ts, dur=dur, phase=u.phase, module=mod if isinstance(mod, str) else u.module,
+                source=src if isinstance(src, str) else u.source, ops=ops or (name,), compiled=u.compiled,
+                flops=flops, achieved_pct=pct, subtree_names=(name,))
+
+
+def _from_kernels(u: Unit, devs: list[Device], collector: "_UnitCollector") -> None:
+    """What host unit ``u`` takes from the device events it launched, ``devs``."""
+    costs = [kernel_cost(d[6], d[3]) for d in devs if d[6]]
+    if any(f is not None for f, _ in costs):
+        u.flops, u.achieved_pct = combine_costs(costs)
+    if u.compiled and u.module == NO_KEY:
+        lead = max((d for d in devs if isinstance(d[6].get(evs.MODULE_PATH), str)), key=lambda d: d[3], default=None)
+        if lead is not None:
+            u.module, collector.has_module = lead[6][evs.MODULE_PATH], True
+            src = lead[6].get(evs.SOURCE)
+            if u.source is None and isinstance(src, str):
+                u.source, collector.has_source = src, True
+            if not u.ops or u.ops == (u.name,):
+                u.ops = _ops_of(lead[6].get(evs.EAGER_OPS)) or (lead[1],)
+
+
+def _ops_of(ops_arg: Any) -> tuple[str, ...]:
+    """The eager ops of an ``eager_ops`` arg (a comma-separated string, or a list)."""
+    if isinstance(ops_arg, str):
+        return tuple(o.strip() for o in ops_arg.split(",") if o.strip())
+    return tuple(o for o in ops_arg if isinstance(o, str)) if isinstance(ops_arg, (list, tuple)) else ()

@@ -22,7 +22,7 @@ from json_close import differences
 from inductor_perf import summary_stream
 from inductor_perf.cli import main
 from inductor_perf.comparison import compare_units, diff_files, diff_traces, sides, trace_units
-from inductor_perf.comparison.units import aggregate_units
+from inductor_perf.comparison.sides import aggregate_units
 from inductor_perf.errors import TraceFormatError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,6 +31,7 @@ TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "share
 GPU = sorted(str(p) for p in (FIXTURES / "gpu").glob("*.trace.json.gz"))
 CPU = [str(FIXTURES / "cpu_eager_shapes.pt.trace.json.gz"), str(FIXTURES / "mlp_cpu_compiled.trace.json"),
        str(FIXTURES / "upstream_example.json")]
+CAPTURES = [str(FIXTURES / "captures" / f"run{n}.trace.json.gz") for n in (1, 2)]
 SHARED_PAIRS = [("a100_ranks8_r3_control.json.gz", "v100_ranks2_r1_test.json.gz"),
                 ("two_ranks/sampled_rank-0.json.gz", "two_ranks/sampled_rank-1.json.gz"),
                 ("mi250_minitoy_train_rocm6.json.gz", "cpu_only_rank34.json.gz"),
@@ -72,6 +73,23 @@ def test_cpu_fixtures_same_comparison(a, b):
     _assert_same(a, b)
 
 
+def test_our_captures_same_comparison():
+    """Two env-var captures of ours: step marks that cut compiled calls, costed CPU kernels."""
+    _assert_same(*CAPTURES)
+
+
+def test_autograd_thread_and_launches_same_comparison(tmp_path):
+    """The hand-made GPU step of test_diff_units: an autograd thread, kernels found by correlation, by
+    External id (no launch recorded) and not at all, costs on the device events."""
+    from test_diff_units import compiled_call_cut_by_step_marks, gpu_training_step
+
+    a, b = tmp_path / "gpu_step.json", tmp_path / "cut_step.json"
+    a.write_text(json.dumps(gpu_training_step()))
+    b.write_text(json.dumps(compiled_call_cut_by_step_marks()))
+    _assert_same(str(a), str(b))
+    _assert_same(str(a), str(a))
+
+
 @pytest.mark.parametrize("a,b", SHARED_PAIRS)
 def test_shared_traces_same_comparison(a, b):
     pa, pb = TRACES / a, TRACES / b
@@ -84,7 +102,7 @@ def test_streamed_side_is_read_in_windows(monkeypatch):
     """The stream engine takes the fixtures (else the tests above compare the full path with itself)."""
     calls = []
     real = sides._stream
-    monkeypatch.setattr(sides, "_stream", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr(sides, "_stream", lambda p, *more: calls.append(p) or real(p, *more))
     for p in (GPU[0], CPU[1]):
         side, _ = sides.side_of_file(p, "stream")
         assert side.units
@@ -258,3 +276,23 @@ def test_number_out_of_range_side_falls_back(tmp_path):
     assert sides._streamed_side(str(p)) is None
     full = diff_files(str(p), GPU[0], by="op", engine="full").to_dict()
     assert not differences(full, diff_files(str(p), GPU[0], by="op", engine="stream").to_dict())
+
+
+def test_units_read_without_kernels_make_the_same_rows(tmp_path):
+    """diff reads the kernels only for --by kernel; the units' rows (their FLOPs from the device events
+    they launched included) are the same either way, in both engines."""
+    from test_diff_units import gpu_training_step
+
+    a = tmp_path / "gpu_step.json"
+    a.write_text(json.dumps(gpu_training_step()))
+    for p in (str(a), GPU[0], CAPTURES[0]):
+        for engine in ("full", "stream"):
+            with_k = sides.side_of_file(p, engine, kernels=True)[0]
+            without = sides.side_of_file(p, engine, kernels=False)[0]
+            assert without.kernels == [] and not without.kernels_read
+            for by in ("module", "op", "line"):
+                full = compare_units(*copy.deepcopy([with_k, with_k]), by=by).to_dict()
+                got = compare_units(*copy.deepcopy([without, without]), by=by).to_dict()
+                assert not differences(full, got), (p, engine, by)
+            with pytest.raises(ValueError, match="needs the kernels"):
+                compare_units(without, without, by="kernel")

@@ -168,7 +168,7 @@ def test_cli_dir_of_unreadable_traces_is_one_line_error(tmp_path, capsys):
         (tmp_path / f"x{n}.json").write_text("[]")
     assert cli.main(["summary", str(tmp_path)]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("inductor-perf: error: none of the 2 trace files is readable")
+    assert err[-1].startswith(f"inductor-perf: error: {tmp_path}: none of the 2 trace files is readable")
 
 
 @pytest.mark.skipif(not os.path.isdir(SHARED), reason="../shared/traces/two_ranks is absent (real GPU traces)")
