@@ -18,6 +18,7 @@ from .. import trace_format as tf
 from ..errors import InductorPerfError
 from ..event_cost import EventCost
 from ..report import UNATTRIBUTED
+from ..summary_steps import median
 from ..tags import aten_op_name
 from .rows import Comparison, compare_units
 from .sides import ENGINES, costed_units, two_sides
@@ -299,8 +300,8 @@ def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, di
 def _add_unprofiled_times(result: Comparison, eager_times: list[float], compiled_times: list[float]) -> None:
     """Put the median unprofiled step times on the result, and a note when the profiler slowed one
     side much more than the other."""
-    result.a.unprofiled_step_us = sorted(eager_times)[len(eager_times) // 2]
-    result.b.unprofiled_step_us = sorted(compiled_times)[len(compiled_times) // 2]
+    result.a.unprofiled_step_us = median(eager_times)
+    result.b.unprofiled_step_us = median(compiled_times)
     ra = result.a.step_us / result.a.unprofiled_step_us
     rb = result.b.step_us / result.b.unprofiled_step_us
     if max(ra, rb) > 2 * min(ra, rb):
