@@ -357,8 +357,9 @@ def _profile_to(path: str, fn: Any, inputs: tuple[Any, ...], steps: int, backwar
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from ..capture import quiet_profile
+    from ..capture import finish_waiting_windows, quiet_profile
 
+    finish_waiting_windows()  # an env-var capture over the loop before this call may still be stopping
     if torch.autograd.profiler._is_profiler_enabled:
         raise InductorPerfError("compare() runs its own profiler; call it outside torch.profiler.profile()")
     # The first profiler session of a process pays one-time set-up inside the first ops it records;
