@@ -179,5 +179,5 @@ def unrecorded_threads(recorded: set[Any], seen: Mapping[int, str], owner: tuple
     who = f"thread '{owner[1]}' (tid {owner[0]})" if owner else "the thread that started it"
     return (f"compiled graphs ran on thread{'s' if len(lost) > 1 else ''} {names} during the capture, "
             f"but the profiler records only {who} and the work it hands to other threads: "
-            f"{'their' if len(lost) > 1 else 'its'} graph calls are not in this trace; run one model "
-            "per process, or capture each thread's model on its own")
+            f"{'their' if len(lost) > 1 else 'its'} graph calls are not in this trace; open the capture "
+            "in the thread that runs the model (one at a time), or run one model per process")
