@@ -121,9 +121,10 @@ def _release(base: str) -> None:
         pass
 
 
-def process_trace(raw_path: str | dict, base: str, *, extra_warnings: list[str] | None = None) -> CaptureResult:
-    """Join, augment, summarize and write one raw Kineto trace (a path, or the trace loaded already).
-    Raises on I/O errors."""
+def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None,
+                  trace: dict | None = None) -> CaptureResult:
+    """Join, augment, summarize and write one raw Kineto trace (``trace``: the file's events loaded
+    and shaped already by the caller). Raises on I/O errors."""
     from .augment import augment_trace
     from .devices import resolve_device
     from .tag_join import costs_from_tags
@@ -131,7 +132,7 @@ def process_trace(raw_path: str | dict, base: str, *, extra_warnings: list[str] 
     from .summary import summarize
     from .trace_format import load_trace, save_trace, write_atomic
 
-    trace = raw_path if isinstance(raw_path, dict) else load_trace(raw_path)
+    trace = trace if trace is not None else load_trace(raw_path)
     costs, jstats = costs_from_tags(trace, REGISTRY.get)
     on_gpu = any(isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
     device = None
@@ -398,7 +399,8 @@ class _Window:
             try:
                 prof.export_chrome_trace(raw)
                 trace, lost = self._shaped(raw, align_to_calls, partial)
-                result = process_trace(trace, base, extra_warnings=self.notes + ([note] if note else []) + lost)
+                result = process_trace(raw, base, extra_warnings=self.notes + ([note] if note else []) + lost,
+                                       trace=trace)
             finally:
                 if os.path.exists(raw):
                     os.unlink(raw)
