@@ -184,7 +184,7 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     kernel_profile = bool(patches.get("cpp.enable_kernel_profile", inductor_config.cpp.enable_kernel_profile))
     if env.get_str(env.TRACE_DIR):
         try:
-            from .capture import ensure_auto_capture
+            from .capture_auto import ensure_auto_capture
 
             ensure_auto_capture()
         except Exception as e:

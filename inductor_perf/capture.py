@@ -1,10 +1,10 @@
 """The profiling window: from an env var (automatic) or a context manager (explicit), per process.
 
-Automatic: with ``INDUCTOR_PERF_TRACE_DIR`` set, the first compile arms a session. A *step* is
-counted at each call of the root compiled frame, whichever of its compiled variants runs (see
-:class:`AutoCapture`); after ``INDUCTOR_PERF_SKIP`` steps (compile and warm-up) the profiler starts right before
-that call, and it stops right before the call that begins step ``SKIP + INDUCTOR_PERF_STEPS``, so
-the recorded steps are whole: forward, backward, and whatever the loop does in between.
+Automatic: with ``INDUCTOR_PERF_TRACE_DIR`` set, the first compile arms a session
+(:mod:`inductor_perf.capture_auto`). A *step* is a call of the root compiled frame; the profiler
+starts one step before the ``INDUCTOR_PERF_STEPS`` recorded steps (a warm-up step, dropped) and
+stops after them outside any compiled call, so the recorded steps are whole: forward, backward, and
+whatever the loop does in between.
 
 Explicit::
 
@@ -22,7 +22,6 @@ here may break the user's run: every failure is a warning.
 
 from __future__ import annotations
 
-import atexit
 import contextlib
 import datetime
 import json
@@ -34,6 +33,7 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
@@ -44,9 +44,6 @@ from . import markers
 from .tags import REGISTRY, GraphTags
 
 log = logging.getLogger(__name__)
-
-DEFAULT_SKIP_STEPS = 3
-DEFAULT_RECORD_STEPS = 2
 
 
 @dataclass
@@ -124,8 +121,10 @@ def _release(base: str) -> None:
         pass
 
 
-def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None) -> CaptureResult:
-    """Join, augment, summarize and write one raw Kineto trace. Raises on I/O errors.
+def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None,
+                  trace: dict | None = None) -> CaptureResult:
+    """Join, augment, summarize and write one raw Kineto trace (``trace``: the file's events loaded
+    and shaped already by the caller). Raises on I/O errors.
 
     The trace records the device row its figures are measured against (:data:`device_props.RECORD_KEY`),
     and it is summarized by the one path ``inductor-perf summary`` takes
@@ -139,7 +138,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     from .summary_files import summarize_trace
     from .trace_format import load_trace, save_trace, write_atomic
 
-    trace = load_trace(raw_path)
+    trace = trace if trace is not None else load_trace(raw_path)
     costs, jstats = costs_from_tags(trace, REGISTRY.get)
     on_gpu = any(isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
     device, why = None, "no peaks known for this device"
@@ -209,8 +208,12 @@ def _tf32_costs(costs: dict[int, Any], on_gpu: bool) -> dict[int, Any]:
 
 
 # Kineto's status lines ("USDT:... profiler_start", "STAGE:... Completed Stage: Warm Up"), which it
-# writes to stderr at every profiler start and stop whatever KINETO_LOG_LEVEL says.
-_KINETO_STATUS = re.compile(rb"^(?:USDT|STAGE):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\] ")
+# writes to stderr at every profiler start and stop whatever KINETO_LOG_LEVEL says; its complaint when
+# started from another thread than the one it first registered on (the capture says itself which
+# threads its trace lacks); and torch's note at turning CPU collection off (_Window.close).
+_KINETO_STATUS = re.compile(rb"^(?:(?:USDT|STAGE):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\] "
+                            rb"|ERROR: External init callback must run in same thread as registerClient "
+                            rb"|\[W\d{4} [\d:.]+ profiler_kineto\.cpp:\d+\] Toggling CPU activity )")
 
 
 @contextlib.contextmanager
@@ -245,6 +248,7 @@ def _without_kineto_status() -> Iterator[None]:
 @contextlib.contextmanager
 def quiet_profile(prof: Any) -> Iterator[Any]:
     """``with prof:`` for a torch.profiler.profile, less Kineto's status lines at its start and stop."""
+    finish_waiting_windows()
     with _without_kineto_status():
         prof.__enter__()
     try:
@@ -255,18 +259,34 @@ def quiet_profile(prof: Any) -> Iterator[Any]:
 
 
 class _Window:
-    """A torch.profiler run whose trace ends up processed in ``out_dir``."""
+    """A torch.profiler run whose trace ends up processed in ``out_dir``.
 
-    def __init__(self, out_dir: str, name: str | None, mark_steps: bool = False) -> None:
+    Its steps are ``ProfilerStep#N`` ranges it opens itself (a profiler without a schedule records
+    none): :meth:`open_step` ends the open one, counting it as a whole step, and opens the next. A
+    range still open at :meth:`stop` is a partial step and is dropped from the trace
+    (:func:`~inductor_perf.capture_window.shape_window`). The profiler records only the thread that
+    started it (``owner``); :meth:`note_thread` remembers the others that ran graphs meanwhile.
+    """
+
+    def __init__(self, out_dir: str, name: str | None) -> None:
         self.out_dir = out_dir
         self.name = name
         self.prof: Any = None
+        self.activities: list[Any] = []
         self.steps = 0
-        self.result: CaptureResult | None = None
+        """Whole steps recorded: step ranges ended by the next step's start."""
         self.step_range: Any = None
-        """The open ``ProfilerStep#N`` range (a profiler without a schedule records none itself)."""
+        self.collecting = False
+        """The profiler records events (False before the start and once :meth:`close` ended the window)."""
+        self.owner: tuple[int, str] | None = None
+        """(native id, name) of the thread that started the profiler: the one it records."""
+        self.owner_ident: int | None = None
+        """Its ``threading.get_ident()`` (cheaper to read than the native id)."""
+        self.threads: dict[int, tuple[int, str]] = {}
+        """Threads that ran compiled graphs while the profiler recorded: ident -> (native id, name)."""
+        self.notes: list[str] = []
+        self.result: CaptureResult | None = None
         self.started_wall = 0.0
-        self.mark_steps = mark_steps
 
     def _fail(self, message: str, *args: Any) -> bool:
         """Warn, and leave a result that says why nothing was written."""
@@ -288,45 +308,95 @@ class _Window:
         _warn_unnamed_kernels()
         from torch.profiler import ProfilerActivity, profile
 
-        activities = [ProfilerActivity.CPU]
+        self.activities = [ProfilerActivity.CPU]
         if torch.cuda.is_available() and torch.cuda.is_initialized():
-            activities.append(ProfilerActivity.CUDA)
+            self.activities.append(ProfilerActivity.CUDA)
         try:
             # record_shapes lets offline tools recompute extern FLOPs; with_stack is off: it slows
             # profiled steps a lot and our tags already carry the user's source lines.
-            self.prof = profile(activities=activities, record_shapes=True)
+            self.prof = profile(activities=self.activities, record_shapes=True)
             with _without_kineto_status():
                 self.prof.__enter__()
         except Exception as e:
             self.prof = None
             return self._fail("could not start the profiler (%s)", e)
         self.started_wall = time.time()
-        self.mark_step()
+        self.owner = (threading.get_native_id(), threading.current_thread().name)
+        self.owner_ident = threading.get_ident()
+        self.collecting = True
         return True
 
-    def mark_step(self) -> None:
-        """Close the open ``ProfilerStep#N`` range and open the next (none once stopped): the
-        summary's per-step view and the cross-rank view (:mod:`.ranks`) read them. Only where the
-        window knows where steps begin (the env-var session); an explicit block's ``step()`` marks
-        ends, after which a last range would be a partial step."""
+    def note_thread(self) -> None:
+        """Remember the calling thread as one that ran a compiled graph while the profiler recorded."""
+        ident = threading.get_ident()  # pthread_self: no system call, unlike the native id
+        if ident not in self.threads:
+            t = threading.current_thread()
+            self.threads[ident] = (t.native_id or threading.get_native_id(), t.name)
+
+    def open_step(self) -> None:
+        """End the open ``ProfilerStep#N`` range (a whole step) and open the next: the summary's
+        per-step view and the cross-rank view (:mod:`.ranks`) read them."""
+        self.end_step()
+        if self.collecting:
+            self.step_range = torch.autograd.profiler.record_function(f"ProfilerStep#{self.steps}")
+            self.step_range.__enter__()
+
+    def end_step(self) -> None:
+        """End the open ``ProfilerStep#N`` range, counting it as a whole step."""
         if self.step_range is not None:
             self.step_range.__exit__(None, None, None)
             self.step_range = None
-        if self.prof is not None and self.mark_steps:
-            self.step_range = torch.autograd.profiler.record_function(f"ProfilerStep#{self.steps}")
-            self.step_range.__enter__()
+            self.steps += 1
 
     @property
     def running(self) -> bool:
         return self.prof is not None
 
-    def stop(self, note: str | None = None) -> CaptureResult | None:
+    @property
+    def waiting(self) -> bool:
+        """Ended by :meth:`close`, and waiting for a point outside that call to stop."""
+        return self.prof is not None and not self.collecting
+
+    def close(self) -> bool:
+        """End the recorded window here, inside the compiled call that begins the next step, without
+        stopping the profiler: the last step range ends and collection goes off. Stopping here would
+        cut the ranges this call is in (torch warns of each, and leaves them unfinished); they close
+        normally with the profiler still on, and :meth:`stop` may then run at any point of this
+        thread outside the call. False when collection could not be turned off (then stop now)."""
+        self.end_step()
+        try:
+            if len(self.activities) > 1 and not torch.cuda.is_current_stream_capturing():
+                torch.cuda.synchronize()  # the last step's device work is recorded before collection ends
+            with _without_kineto_status():
+                self.prof.toggle_collection_dynamic(False, self.activities)
+        except Exception as e:
+            log.debug("inductor_perf: could not turn profiler collection off (%s)", e)
+            return False
+        self.collecting = False
+        return True
+
+    def discard(self) -> None:
+        """Stop the profiler and write nothing."""
+        prof, self.prof = self.prof, None
+        self.step_range = None
+        self.collecting = False
+        if prof is not None:
+            with contextlib.suppress(Exception), _without_kineto_status():
+                prof.__exit__(None, None, None)
+
+    def stop(self, note: str | None = None, *, align_to_calls: bool = False) -> CaptureResult | None:
+        """Stop the profiler and write the window's files. ``align_to_calls``: the step boundaries were
+        marked inside compiled calls (the env-var session); see :func:`.capture_window.shape_window`."""
         prof, self.prof = self.prof, None
         if prof is None:
             return None
         base = None
         try:
-            self.mark_step()  # closes the last step range: self.prof is None now
+            partial = self.step_range is not None
+            if partial:  # a partial step: its range is dropped from the trace
+                self.step_range.__exit__(None, None, None)
+                self.step_range = None
+            self.collecting = False
             with _without_kineto_status():
                 prof.__exit__(None, None, None)
             base = _reserve_base(self.out_dir, self.name)
@@ -334,7 +404,9 @@ class _Window:
             os.close(fd)
             try:
                 prof.export_chrome_trace(raw)
-                result = process_trace(raw, base, extra_warnings=[note] if note else None)
+                trace, lost = self._shaped(raw, align_to_calls, partial)
+                result = process_trace(raw, base, extra_warnings=self.notes + ([note] if note else []) + lost,
+                                       trace=trace)
             finally:
                 if os.path.exists(raw):
                     os.unlink(raw)
@@ -358,84 +430,35 @@ class _Window:
             self._fail("could not write the profile to %s (%s: %s)", self.out_dir, type(e).__name__, e)
             return self.result
 
+    def _shaped(self, raw: str, align_to_calls: bool, partial: bool) -> tuple[dict, list[str]]:
+        """The raw trace made the window (:func:`.capture_window.shape_window`), and a note naming
+        the threads that ran graphs but are not in it (also logged, once)."""
+        from .capture_window import marker_threads, shape_window, unrecorded_threads
+        from .trace_format import load_trace
 
-class AutoCapture:
-    """The env-var session: counts steps at graph calls and opens one window.
+        trace = load_trace(raw)
+        _ignore_cut_ranges(trace)
+        lost = unrecorded_threads(marker_threads(trace), dict(self.threads.values()), self.owner)
+        shape = shape_window(trace, align_to_calls=align_to_calls, drop_partial=partial)
+        log.debug("inductor_perf: %d step(s) kept, %d event(s) outside them dropped, step boundaries moved "
+                  "back to their calls' starts by %s us", shape.steps, shape.dropped_events, shape.moved_boundaries)
+        if lost:
+            log.warning("inductor_perf: %s", lost)
+        return trace, [lost] if lost else []
 
-    A step is one call of the root compiled frame - the Dynamo frame of the first forward graph the
-    process runs - whichever of its compiled variants ran: a recompile of that frame (a guard on a
-    config attribute, the automatic-dynamic recompile at the second shape) gets new graphs, and
-    each variant's first forward graph counts. Graphs of other frames (the pieces after a graph
-    break, nested compiled functions) and backward graphs never count. Without Dynamo's frame id
-    (an older or newer torch that does not say) the first forward graph alone counts.
-    """
 
-    def __init__(self, out_dir: str, skip_steps: int, record_steps: int) -> None:
-        self.window = _Window(out_dir, None, mark_steps=True)
-        self.skip_steps = skip_steps
-        self.record_steps = record_steps
-        self.anchor: Any = None
-        """The root frame's id, or ("graph", instance id) when the frame is not known."""
-        self.entries: dict[Any, int] = {}
-        """Per compile of the root frame, the forward graph each call of it begins with."""
-        self.steps_seen = 0
-        self.calls_seen = 0
-        self.done = False
-        self._lock = threading.Lock()
-
-    def _is_step_start(self, graph: GraphTags) -> bool:
-        if graph.is_backward:
-            return False
-        frame = graph.frame_id if graph.frame_id is not None else ("graph", graph.instance_id)
-        if self.anchor is None:
-            self.anchor = frame
-        if frame != self.anchor:
-            return False
-        # One compile can make several forward graphs (DDPOptimizer splits it): the first one called
-        # is where each call of that variant begins.
-        key = graph.compile_id if graph.compile_id is not None else graph.instance_id
-        return self.entries.setdefault(key, graph.instance_id) == graph.instance_id
-
-    def before_call(self, graph: GraphTags) -> None:
-        if self.done:
-            return
-        with self._lock:
-            self.calls_seen += 1
-            if not self._is_step_start(graph):
-                return
-            self.steps_seen += 1
-            if self.steps_seen == self.skip_steps + 1:
-                if not self.window.start():
-                    self.done = True
-                    uninstall(self)
-            elif self.window.running:
-                self.window.steps += 1  # one more whole step recorded
-                if self.window.steps >= self.record_steps:
-                    self.done = True
-                    self.window.stop()
-                    uninstall(self)
-                else:
-                    self.window.mark_step()
-
-    def seen(self) -> str:
-        """What the session saw, for the message when no window opened."""
-        variants = len(self.entries)
-        graphs = len(REGISTRY.graphs())
-        return (f"{self.steps_seen} step(s) (calls of the root compiled frame, {variants} compiled "
-                f"variant(s) of it: {max(variants - 1, 0)} recompile(s)), {self.calls_seen} compiled-graph "
-                f"call(s) in all, {graphs} graph(s) compiled")
-
-    def at_exit(self) -> None:
-        if self.window.running:
-            self.window.steps += 1
-            self.window.stop(note=f"the program ended inside the window: {self.window.steps} "
-                                  f"of {self.record_steps} step(s) recorded, the last one may be partial")
-        elif not self.done:
-            log.warning("inductor_perf: %s is set but nothing was captured: saw %s; the window opens "
-                        "after %d step(s). Lower %s (or run more steps), or use inductor_perf.profile() "
-                        "with p.step() to mark steps yourself", env.TRACE_DIR, self.seen(),
-                        self.skip_steps, env.SKIP_STEPS)
-        self.done = True
+def _ignore_cut_ranges(trace: dict) -> None:
+    """A range still open when the profiler stopped makes torch warn, when it ends, with its name and
+    "(Triggered internally at ...collection.cpp...)": ignore exactly those warnings. The window stops
+    after the compiled call it ended in has returned, so only a range of the user's own around more
+    than that call can be open (``with record_function("train_step"):`` around forward and
+    backward); the trace drops it, as it belongs to the step after the window."""
+    names = {e.get("name") for e in trace.get("traceEvents") or ()
+             if isinstance(e, dict) and isinstance(e.get("args"), dict) and e["args"].get("finished") is False}
+    for name in sorted(n for n in names if isinstance(n, str)):
+        log.debug("inductor_perf: the range %r was open when the profiler stopped", name)
+        warnings.filterwarnings("ignore", message=re.escape(name) + r" \(Triggered internally at .*collection\.cpp",
+                                category=UserWarning)
 
 
 def _warn_unnamed_kernels() -> None:
@@ -450,9 +473,6 @@ def _warn_unnamed_kernels() -> None:
                     "first call", len(graphs))
 
 
-_install_lock = threading.Lock()
-
-
 def install(session: Any) -> None:
     """Make ``session`` the one graph calls report to; the one it covers comes back at
     :func:`uninstall` (an explicit ``profile()`` block inside an env-var capture)."""
@@ -463,39 +483,31 @@ def uninstall(session: Any) -> None:
     markers.CALL_HOOK.uninstall(session)
 
 
+def finish_waiting_windows() -> None:
+    """Stop and write an env-var window that has ended and only waits for a safe point to stop
+    (see :class:`~inductor_perf.capture_auto.AutoCapture`), when it belongs to this thread: a
+    profiler about to start here, outside any compiled call, would find it still running."""
+    for session in markers.CALL_HOOK.sessions():
+        finish = getattr(session, "finish_waiting", None)
+        if finish is not None:
+            finish()
+
+
 def capture_requested() -> bool:
     """True when compiles should name their CPU kernels in traces (a capture is configured)."""
     return bool(env.get_str(env.TRACE_DIR)) or markers.CALL_HOOK.active()
-
-
-def ensure_auto_capture() -> AutoCapture | None:
-    """Arm the env-var session once per process (called by the backend at compile time)."""
-    out_dir = env.get_str(env.TRACE_DIR)
-    if not out_dir:
-        return None
-    with _install_lock:
-        current = markers.CALL_HOOK.session
-        if isinstance(current, AutoCapture) or markers.CALL_HOOK.auto_armed:
-            return current if isinstance(current, AutoCapture) else None
-        try:
-            skip = env.get_int(env.SKIP_STEPS, DEFAULT_SKIP_STEPS)
-            steps = env.get_int(env.RECORD_STEPS, DEFAULT_RECORD_STEPS, minimum=1)
-        except ValueError as e:
-            log.warning("inductor_perf: %s; using the defaults", e)
-            skip, steps = DEFAULT_SKIP_STEPS, DEFAULT_RECORD_STEPS
-        session = AutoCapture(out_dir, skip, steps)
-        markers.CALL_HOOK.auto_armed = True
-        install(session)
-        atexit.register(session.at_exit)
-        return session
 
 
 class profile:
     """Profile a block of code and write an augmented trace and summary to ``out_dir``.
 
     ``out_dir`` defaults to ``$INDUCTOR_PERF_TRACE_DIR`` or ``./inductor_perf_out``. Call
-    ``step()`` at the end of each training step to mark step boundaries in the trace. After the
-    block, ``result`` holds the paths and the summary text.
+    ``step()`` at the end of each step: step N (``ProfilerStep#N`` in the trace, a row of the
+    summary's Steps table) runs from the block's start, or the previous ``step()``, to that call.
+    What the block runs after its last ``step()`` stays in the trace but is not a step. There is no
+    warm-up: the block is the window, so the first step also carries the profiler's start-up (its
+    first ops run slower); open the block one step early and read the steps after the first to avoid
+    it. After the block, ``result`` holds the paths and the summary text.
 
     >>> with inductor_perf.profile("out") as p:  # doctest: +SKIP
     ...     loss = model(x).sum(); loss.backward(); p.step()
@@ -507,21 +519,21 @@ class profile:
         self.result: CaptureResult | None = None
 
     def before_call(self, graph: GraphTags) -> None:
-        """Graph calls inside the block need nothing: the block is the window."""
+        """The block is the window: graph calls only say which threads ran graphs in it."""
+        if self._window.collecting:
+            self._window.note_thread()
 
     def __enter__(self) -> "profile":
+        finish_waiting_windows()
         install(self)
-        self._window.start()
+        if self._window.start():
+            self._window.open_step()
         return self
 
     def step(self) -> None:
-        """Mark the end of one step (shows as ProfilerStep#N in the trace)."""
-        self._window.steps += 1
-        if self._window.prof is not None:
-            try:
-                self._window.prof.step()
-            except Exception as e:
-                log.debug("profiler step failed: %s", e)
+        """End one step (``ProfilerStep#N`` in the trace) and begin the next."""
+        if self._window.running:
+            self._window.open_step()
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         uninstall(self)

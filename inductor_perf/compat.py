@@ -266,7 +266,7 @@ def backend_support() -> BackendSupport:
 def current_frame_compile() -> tuple[int, str] | None:
     """(Dynamo frame id, compile id text) of the compile in progress, or None when this torch does
     not say. A recompile of a frame keeps its frame id and gets a new compile id; a graph break
-    continues in a new frame. Capture counts steps by frame (see capture.AutoCapture)."""
+    continues in a new frame. Capture counts steps by frame (see capture_auto.AutoCapture)."""
     try:
         from torch._guards import CompileContext
 

@@ -10,8 +10,9 @@ import os
 
 # Directory to write augmented traces and summaries to; setting it turns automatic capture on.
 TRACE_DIR = "INDUCTOR_PERF_TRACE_DIR"
-# Steps to skip before the profiling window opens (compile and warm-up); a step is one call of the
-# root compiled frame, whichever of its compiled variants runs (capture.AutoCapture).
+# Steps to skip before the profiling window opens (compile and warm-up; the profiler starts in the
+# last of them, which it traces and we drop); a step is one call of the root compiled frame,
+# whichever of its compiled variants runs (capture_auto.AutoCapture).
 SKIP_STEPS = "INDUCTOR_PERF_SKIP"
 # Steps to record once the window is open.
 RECORD_STEPS = "INDUCTOR_PERF_STEPS"

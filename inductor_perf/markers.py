@@ -81,6 +81,10 @@ class CallHook:
     def active(self) -> bool:
         return bool(self._stack)
 
+    def sessions(self) -> list[Any]:
+        """The open sessions, outermost first."""
+        return list(self._stack)
+
 
 CALL_HOOK = CallHook()
 

@@ -37,7 +37,7 @@ from .summary_kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE
                               select_kernels)
 from .roofs import Roofs
 from .summary_roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
-from .summary_steps import slowest_step, step_rows
+from .summary_steps import median, slowest_step, step_rows
 from .summary_rows import (GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, _g, _pct,
                            _r)
 
@@ -494,7 +494,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     if slowest is not None and len(steps) > 1:
         dur = max(r.dur_us for r in steps)
         notes.append(f"slowest step: {slowest} ({dur / 1e3:.3g} ms; median "
-                     f"{sorted(r.dur_us for r in steps)[len(steps) // 2] / 1e3:.3g} ms)")
+                     f"{median(r.dur_us for r in steps) / 1e3:.3g} ms)")
     return Summary(
         label=label,
         kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],

@@ -105,6 +105,17 @@ def step_rows(host_events: list[_Ev], kernels: list[_Ev], kinds: dict[int, str],
     return rows
 
 
+def median(values: Iterable[float]) -> float | None:
+    """The median of ``values``: the middle one, or the mean of the two middle ones of an even count
+    (two steps give their mean, not the longer of them); None when there are none. Every median of
+    step times we print is this one."""
+    v = sorted(values)
+    if not v:
+        return None
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2
+
+
 def slowest_step(rows: list[StepRow]) -> str | None:
     """The name of the longest step (the first of equals), or None without steps."""
     return max(rows, key=lambda r: r.dur_us).name if rows else None

@@ -18,6 +18,7 @@ from .. import trace_format as tf
 from ..errors import InductorPerfError
 from ..event_cost import EventCost
 from ..report import UNATTRIBUTED
+from ..summary_steps import median
 from ..tags import aten_op_name
 from .rows import Comparison, compare_units
 from .sides import ENGINES, costed_units, two_sides
@@ -300,8 +301,8 @@ def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, di
 def _add_unprofiled_times(result: Comparison, eager_times: list[float], compiled_times: list[float]) -> None:
     """Put the median unprofiled step times on the result, and a note when the profiler slowed one
     side much more than the other."""
-    result.a.unprofiled_step_us = sorted(eager_times)[len(eager_times) // 2]
-    result.b.unprofiled_step_us = sorted(compiled_times)[len(compiled_times) // 2]
+    result.a.unprofiled_step_us = median(eager_times)
+    result.b.unprofiled_step_us = median(compiled_times)
     ra = result.a.step_us / result.a.unprofiled_step_us
     rb = result.b.step_us / result.b.unprofiled_step_us
     if max(ra, rb) > 2 * min(ra, rb):
@@ -357,8 +358,9 @@ def _profile_to(path: str, fn: Any, inputs: tuple[Any, ...], steps: int, backwar
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from ..capture import quiet_profile
+    from ..capture import finish_waiting_windows, quiet_profile
 
+    finish_waiting_windows()  # an env-var capture over the loop before this call may still be stopping
     if torch.autograd.profiler._is_profiler_enabled:
         raise InductorPerfError("compare() runs its own profiler; call it outside torch.profiler.profile()")
     # The first profiler session of a process pays one-time set-up inside the first ops it records;

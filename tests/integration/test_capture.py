@@ -34,7 +34,9 @@ MLP_SCRIPT = textwrap.dedent('''
     m.zero_grad()
     f = torch.compile(m, backend="inductor_perf")
     for step in range(7):
-        loss = nn.functional.cross_entropy(f(x), y)
+        with torch.profiler.record_function("forward"):  # a range of the user's own around the call
+            out = f(x)
+        loss = nn.functional.cross_entropy(out, y)
         loss.backward(); opt.step(); opt.zero_grad()
     import inductor_perf
     print("RESULT " + json.dumps({"flops_per_step": fc.get_total_flops(),
@@ -76,13 +78,14 @@ ATTN_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _run(script: str, env_extra: dict[str, str], cwd: str) -> tuple[subprocess.CompletedProcess, dict]:
+def _run(script: str, env_extra: dict[str, str], cwd: str,
+         python_args: tuple[str, ...] = ()) -> tuple[subprocess.CompletedProcess, dict]:
     env = dict(os.environ)
     env.update(env_extra)
     path = os.path.join(cwd, "script.py")  # a real file, so FX records source lines
     with open(path, "w") as f:
         f.write(script)
-    proc = subprocess.run([sys.executable, path], capture_output=True, text=True, env=env,
+    proc = subprocess.run([sys.executable, *python_args, path], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")]
@@ -120,8 +123,10 @@ def _kernel_events(trace: dict) -> list[dict]:
 @pytest.fixture(scope="module")
 def mlp_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("mlp_out")
+    # Warnings as errors: a warning our capture caused inside the user's step would end the run.
     proc, result = _run(MLP_SCRIPT, {"INDUCTOR_PERF_TRACE_DIR": str(out), "INDUCTOR_PERF_SKIP": "2",
-                                     "INDUCTOR_PERF_STEPS": "2"}, str(out))
+                                     "INDUCTOR_PERF_STEPS": "2"}, str(out),
+                        python_args=("-W", "error::UserWarning"))
     return out, proc, result
 
 
@@ -159,6 +164,59 @@ def test_mlp_every_kernel_event_tagged_and_flops_match(mlp_run):
     ops = {k["name"]: k["args"].get("eager_ops", "") for k in kernels}
     assert any("aten::relu" in v for n, v in ops.items() if n.startswith("graph_"))
     assert all("aten::addmm" in v for n, v in ops.items() if n == "aten::addmm")
+
+
+def _host_x(trace: dict) -> list[dict]:
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X" and not str(e.get("cat", "")).startswith("gpu_")
+            and e.get("cat") not in ("kernel", "Trace")]
+
+
+def test_mlp_training_runs_under_warnings_as_errors_and_leaves_no_range_open(mlp_run):
+    """The profiler stops at a step boundary outside any compiled call: torch has no range to warn
+    about (the run under -W error::UserWarning reached its end) and the trace has no unfinished one."""
+    out, proc, result = mlp_run
+    assert result["call_sites"] > 0  # the script ran to its last line
+    assert "Warning" not in proc.stderr, proc.stderr[-2000:]
+    trace = _strict_load_gz(glob.glob(str(out / "*.trace.json.gz"))[0])
+    assert [e["name"] for e in trace["traceEvents"] if e.get("args", {}).get("finished") is False] == []
+
+
+def test_mlp_steps_are_whole_and_nest_with_the_calls(mlp_run):
+    """Each ProfilerStep#N runs from the start of one call of the compiled model (here: of the
+    user's own "forward" range around it) to the start of the next: no range on its thread crosses
+    a step boundary, and each step holds one forward and one backward graph call."""
+    out, _, _ = mlp_run
+    trace = _strict_load_gz(glob.glob(str(out / "*.trace.json.gz"))[0])
+    host = _host_x(trace)
+    steps = sorted((e for e in host if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    assert [e["name"] for e in steps] == ["ProfilerStep#0", "ProfilerStep#1"]
+    calls = sorted(e["ts"] for e in host if e["name"] == "forward")
+    assert calls == [e["ts"] for e in steps]  # the ranges of the next step's call were dropped
+    thread = [e for e in host if e["tid"] == steps[0]["tid"] and not e["name"].startswith("ProfilerStep#")]
+    for st in steps:
+        a, b = st["ts"], st["ts"] + st["dur"]
+        crossing = [e["name"] for e in thread if e["ts"] < a < e["ts"] + e["dur"] or e["ts"] < b < e["ts"] + e["dur"]]
+        assert crossing == [], (st["name"], crossing)
+        inside = [e["name"] for e in thread if a <= e["ts"] and e["ts"] + e["dur"] <= b
+                  and e["name"].startswith("## inductor_perf graph=")]
+        assert sorted(n.split()[3] for n in inside) == ["bwd", "fwd"], inside
+    # nothing of the step before the first or after the last: every graph call lies in a step
+    markers = [e for e in thread if e["name"].startswith("## inductor_perf graph=")]
+    assert len(markers) == 4
+
+
+def test_mlp_first_recorded_step_follows_a_dropped_warmup_step(mlp_run):
+    """The profiler's own start-up (its first ops run several times slower) lands in a warm-up step
+    that is not kept: Kineto's span of the profiler's run (its own "Trace" event) starts a whole step
+    before the first recorded step (at least about as long as the shortest recorded one, as the
+    warm-up step did a step's work and the start-up besides). Started at the first recorded step, the
+    profiler's span would begin only its start-up time (~0.2 ms here) before it."""
+    out, _, _ = mlp_run
+    trace = _strict_load_gz(glob.glob(str(out / "*.trace.json.gz"))[0])
+    (span,) = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "Trace"]
+    steps = [e for e in _host_x(trace) if e["name"].startswith("ProfilerStep#")]
+    first = min(e["ts"] for e in steps)
+    assert first - span["ts"] >= 0.9 * min(e["dur"] for e in steps), (first - span["ts"], steps)
 
 
 def test_mlp_summary_json_matches_text(mlp_run):
@@ -244,6 +302,24 @@ def test_unwritable_directory_warns_and_training_goes_on(tmp_path):
     assert result == {"finished": True}
     assert "cannot write traces" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_program_ending_inside_the_window_still_writes_it(tmp_path):
+    """6 steps, SKIP=2, STEPS=10: warm-up step 2, steps 3 to 6 recorded when the program ends. The
+    files are written at exit, with the 4 steps (the last one ends at the program's end), a note
+    saying so, and no warning from torch."""
+    proc, result = _run(UNWRITABLE_SCRIPT, {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "2",
+                                            "INDUCTOR_PERF_STEPS": "10"}, str(tmp_path),
+                        python_args=("-W", "error::UserWarning"))
+    assert result == {"finished": True} and "Warning" not in proc.stderr, proc.stderr[-2000:]
+    (trace,) = glob.glob(str(tmp_path / "*.trace.json.gz"))
+    events = _strict_load_gz(trace)["traceEvents"]
+    assert sorted(e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")) == \
+        [f"ProfilerStep#{i}" for i in range(4)]
+    assert [e["name"] for e in events if e.get("args", {}).get("finished") is False] == []
+    (summary,) = glob.glob(str(tmp_path / "*.summary.json"))
+    notes = json.load(open(summary))["capture"]["warnings"]
+    assert any("ended inside the window: 4 of 10 step(s)" in n for n in notes), notes
 
 
 def test_two_runs_do_not_clobber(tmp_path):
@@ -414,12 +490,20 @@ def test_kineto_status_lines_are_kept_off_stderr(capfd):
         p = torch.profiler.profile()
         p.__enter__()
         os.write(2, b"a line of the user's\n")
+        # what Kineto says when started on another thread than it first registered on (the capture
+        # names unrecorded threads itself), and torch when CPU collection is turned off: as seen
+        os.write(2, b"ERROR: External init callback must run in same thread as registerClient "
+                    b"(1096627904 != 1785191296)\n")
+        os.write(2, b"[W1127 22:14:54.964792323 profiler_kineto.cpp:814] Toggling CPU activity with GPU "
+                    b"activity on may result in traces with GPU events on arbitrary tracks\n")
+        os.write(2, b"ERROR: another line of the user's\n")
     torch.ones(4).sum()
     with _without_kineto_status():
         p.__exit__(None, None, None)
     err = capfd.readouterr().err
     assert "profiler_start" not in err and "profiler_stop" not in err and "Completed Stage" not in err
-    assert "a line of the user's" in err
+    assert "External init callback" not in err and "Toggling CPU activity" not in err
+    assert "a line of the user's" in err and "ERROR: another line of the user's" in err
 
 
 VARIANT_SCRIPT = textwrap.dedent('''
@@ -501,3 +585,142 @@ def test_graph_breaks_keep_model_paths_and_count_the_eager_work_between_pieces(t
     cumsum = [r for r in s["top_kernels"] if r["name"] == "aten::cumsum"]
     # the eager op between the pieces (forward and its backward) counts, in the module it runs in
     assert cumsum and cumsum[0]["count"] == 2 and cumsum[0]["module_path"] == "gate", cumsum
+
+
+def test_profile_steps_are_profiler_steps_in_trace_and_summary(tmp_path):
+    """Each p.step() ends a step: ProfilerStep#N runs from the block's start (or the previous
+    p.step()) to it. What runs after the last p.step() is in the trace but is no step."""
+    import torch
+
+    import inductor_perf
+
+    f, x = _tiny_compiled()
+    f(x).sum().backward()
+    with inductor_perf.profile(tmp_path, name="steps") as p:
+        for _ in range(3):
+            f(x).sum().backward()
+            p.step()
+        f(x).sum()  # a forward after the last p.step(): not a step
+    trace = _strict_load_gz(p.result.trace_path)
+    host = _host_x(trace)
+    steps = sorted((e for e in host if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    assert [e["name"] for e in steps] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+    markers = sorted((e for e in host if e["name"].startswith("## inductor_perf graph=")), key=lambda e: e["ts"])
+    assert [m["name"].split()[3] for m in markers] == ["fwd", "bwd"] * 3 + ["fwd"]
+    for st, pair in zip(steps, (markers[0:2], markers[2:4], markers[4:6])):
+        assert all(st["ts"] <= m["ts"] and m["ts"] + m["dur"] <= st["ts"] + st["dur"] for m in pair), st["name"]
+    assert markers[6]["ts"] >= steps[-1]["ts"] + steps[-1]["dur"]
+    summary = json.load(open(p.result.summary_json_path))
+    assert [s["name"] for s in summary["steps"]] == ["ProfilerStep#0", "ProfilerStep#1", "ProfilerStep#2"]
+    assert p.result.steps == 3
+    del torch
+
+
+THREAD_MODELS = '''
+import torch, torch.nn as nn
+class Left(nn.Module):
+    def __init__(s):
+        super().__init__(); s.fc = nn.Linear(8, 16)
+    def forward(s, x):
+        return torch.relu(s.fc(x))
+class Right(nn.Module):
+    def __init__(s):
+        super().__init__(); s.fc = nn.Linear(8, 4)
+    def forward(s, x):
+        return torch.tanh(s.fc(x))
+'''
+
+
+def test_graph_calls_on_a_thread_the_profiler_does_not_record_are_named(tmp_path, caplog, capfd):
+    """torch.profiler records the thread that started it: a block opened in thread 'capturer' while
+    the main thread runs another compiled model holds only 'capturer''s calls. The capture says so,
+    naming the main thread, in its warnings, the summary's notes and one log line; Kineto's own
+    line about the thread it was started from does not reach stderr."""
+    import threading
+
+    import torch
+
+    import inductor_perf
+
+    torch._dynamo.reset()
+    ns: dict = {}
+    exec(THREAD_MODELS, ns)
+    left = torch.compile(ns["Left"](), backend="inductor_perf")
+    right = torch.compile(ns["Right"](), backend="inductor_perf")
+    x = torch.randn(4, 8)
+    left(x).sum().backward()
+    right(x).sum().backward()
+    started, stop = threading.Event(), threading.Event()
+    box: dict = {}
+
+    def capturer() -> None:
+        with inductor_perf.profile(tmp_path, name="threads") as p:
+            started.set()
+            for _ in range(3):
+                left(x).sum().backward()
+                p.step()
+            stop.wait(timeout=60)
+        box["p"] = p
+
+    t = threading.Thread(target=capturer, name="capturer")
+    with caplog.at_level("WARNING", logger="inductor_perf"):
+        t.start()
+        started.wait(timeout=60)
+        for _ in range(3):
+            right(x).sum().backward()
+        stop.set()
+        t.join(timeout=120)
+    p = box["p"]
+    main = threading.main_thread()
+    trace = _strict_load_gz(p.result.trace_path)
+    tids = {e["tid"] for e in _host_x(trace) if e["name"].startswith("## inductor_perf graph=")}
+    assert tids == {t.native_id}  # independently of our check: only the capturer's calls were recorded
+    expected = f"'{main.name}' (tid {main.native_id})"
+    lost = [w for w in p.result.warnings if expected in w]
+    assert len(lost) == 1 and "'capturer'" in lost[0], p.result.warnings
+    notes = json.load(open(p.result.summary_json_path))["capture"]["warnings"]
+    assert any(expected in w for w in notes)
+    assert expected in p.result.summary_text
+    assert len([r for r in caplog.records if expected in r.getMessage()]) == 1
+    assert "External init callback" not in capfd.readouterr().err
+
+
+WAITING_SCRIPT = textwrap.dedent('''
+    import json, sys, torch, torch.nn as nn
+    import inductor_perf
+    if FOREIGN:  # another tool's profile hook (cProfile's kind): the capture leaves sys.setprofile alone
+        sys.setprofile(lambda frame, event, arg: None)
+    m = nn.Linear(8, 8)
+    f = torch.compile(m, backend="inductor_perf")
+    for _ in range(STEPS):  # SKIP=1, STEPS=2: warm-up step 1, steps 2 and 3 recorded, step 4 ends the window
+        f(torch.randn(4, 8)).sum().backward()
+    print("LOOP DONE", file=sys.stderr, flush=True)
+    with inductor_perf.profile(OUT, name="block") as p:
+        f(torch.randn(4, 8)).sum().backward()
+        p.step()
+    print("RESULT " + json.dumps({"block": p.result.trace_path, "block_steps": p.result.steps}))
+''')
+
+
+@pytest.mark.parametrize("foreign, steps, stopped", [(False, 4, "in step 4"), (True, 4, "at the block"),
+                                                     (True, 5, "in step 5")])
+def test_the_env_window_stops_outside_the_call_it_ended_in(tmp_path, foreign, steps, stopped):
+    """The env-var window ends at the call that begins step 4, inside it, and stops at the first point
+    outside it on that thread: when that call returns (a profile hook); with another profile hook
+    set, at the next step's call or when a profiler is about to start (the profile() block). Either
+    way the trace has the two recorded steps, torch warns of nothing, and the block's profiler starts."""
+    env = {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path / "env"), "INDUCTOR_PERF_SKIP": "1", "INDUCTOR_PERF_STEPS": "2"}
+    script = WAITING_SCRIPT.replace("FOREIGN", str(foreign)).replace("STEPS", str(steps)).replace(
+        "OUT", repr(str(tmp_path / "block")))
+    proc, result = _run(script, env, str(tmp_path), python_args=("-W", "error::UserWarning"))
+    assert result["block_steps"] == 1 and os.path.exists(result["block"])
+    assert "already running" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-2000:]
+    (trace,) = glob.glob(str(tmp_path / "env" / "*.trace.json.gz"))
+    events = _strict_load_gz(trace)["traceEvents"]
+    assert sorted(e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")) == \
+        ["ProfilerStep#0", "ProfilerStep#1"]
+    assert [e["name"] for e in events if e.get("args", {}).get("finished") is False] == []
+    lines = proc.stderr.splitlines()
+    wrote = next(i for i, ln in enumerate(lines) if trace in ln)
+    loop_done = lines.index("LOOP DONE")
+    assert (wrote < loop_done) == (stopped != "at the block"), (stopped, lines)
