@@ -1,4 +1,6 @@
 """Two threads, each running its own compiled model, inside one inductor_perf.profile() block."""
+import json
+import os
 import sys
 import threading
 
@@ -32,3 +34,5 @@ with inductor_perf.profile(out) as p:
     p.step()
 print(p.result.summary_text)
 print("WARNINGS", p.result.warnings)
+with open(os.path.join(out, "in_process.json"), "w") as f:
+    json.dump(p.result.summary.to_dict(), f)
