@@ -20,9 +20,9 @@ from typing import Any, Iterator, Mapping, Sequence
 import torch
 
 from . import config as env
-from . import tag_store
+from .tagging import store as tag_store
 from .errors import OptionsError
-from .tags import REGISTRY, GraphTags, KernelTag
+from .model.tags import REGISTRY, GraphTags, KernelTag
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ def _kernel_profile_wanted(ours: Mapping[str, Any]) -> bool:
     kp = ours.get("inductor_perf.kernel_profile", "auto")
     if kp != "auto":
         return bool(kp)
-    from .capture import capture_requested  # also true when INDUCTOR_PERF_TRACE_DIR is set
+    from .capture.session import capture_requested  # also true when INDUCTOR_PERF_TRACE_DIR is set
 
     return capture_requested()
 
@@ -165,7 +165,7 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     patches = {**mode_patches(mode), **patches}
     device_override = ours.get("inductor_perf.device")
     if device_override is not None:
-        from . import devices
+        from .devices import resolve as devices
 
         devices.parse_device_override(device_override)  # a bad row fails the compile, saying what is wrong
     from torch._inductor.compile_fx import compile_fx
@@ -184,12 +184,12 @@ def inductor_perf_backend(gm: torch.fx.GraphModule, example_inputs: Sequence[Any
     kernel_profile = bool(patches.get("cpp.enable_kernel_profile", inductor_config.cpp.enable_kernel_profile))
     if env.get_str(env.TRACE_DIR):
         try:
-            from .capture_auto import ensure_auto_capture
+            from .capture.auto import ensure_auto_capture
 
             ensure_auto_capture()
         except Exception as e:
             _warn_once("inductor_perf: could not arm automatic capture (%s)", e)
-    from .module_paths import parameter_names
+    from .tagging.module_paths import parameter_names
 
     inner = functools.partial(_tagging_inner_compile, markers=ours.get("inductor_perf.markers", True),
                               kernel_profile=kernel_profile, device_override=device_override,
@@ -231,7 +231,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                            param_names: Mapping[int | str, str] | None = None, **kwargs: Any) -> Any:
     from torch._inductor.compile_fx import compile_fx_inner
 
-    from .tagging import TagCollector
+    from .tagging.collector import TagCollector
 
     graph_id = kwargs.get("graph_id")
     is_backward = bool(kwargs.get("is_backward", False))
@@ -283,7 +283,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
         if ctx is not None:
             ctx.__exit__(None, None, None)
     try:
-        from . import module_paths
+        from .tagging import module_paths
 
         with module_paths.naming(names):  # finish() names the nodes' modules
             _finish_tags(graph, collector, compiled, cache_hit=cache_hit)
@@ -296,7 +296,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
     REGISTRY.add(graph, device_override)
     if markers:
         try:
-            from .markers import instrument
+            from .tagging.markers import instrument
 
             instrument(compiled, graph)
         except Exception as e:
@@ -312,7 +312,7 @@ _FRAME_NAMES_LOCK = threading.Lock()  # compiles may run on several threads
 
 
 def _module_paths(graph: GraphTags) -> Any:
-    from . import module_paths
+    from .tagging import module_paths
 
     names = None if graph.is_backward else module_paths.from_stack()
     key = graph.compile_id
@@ -330,8 +330,8 @@ def _module_paths(graph: GraphTags) -> Any:
 @contextlib.contextmanager
 def _collecting(collector: Any, names: Any) -> Iterator[None]:
     """Tag collection for one graph, its module paths named in the model (:mod:`module_paths`)."""
-    from . import module_paths
-    from .tagging import collecting
+    from .tagging import module_paths
+    from .tagging.collector import collecting
 
     with collecting(collector), module_paths.naming(names):
         yield

@@ -33,7 +33,7 @@ def _add_devices(sub: argparse._SubParsersAction) -> None:
 def _cmd_devices(args: argparse.Namespace) -> int:
     import json
 
-    from . import devices
+    from .devices import resolve as devices
 
     if args.current:
         import torch
@@ -92,7 +92,7 @@ def _round_floats(obj: object, digits: int = 6) -> object:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from . import calibrate, devices
+    from .devices import calibrate, resolve as devices
 
     m = calibrate.calibrate(args.device, args.seconds)
     path = calibrate.save(m)
@@ -139,7 +139,7 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_augment(args: argparse.Namespace) -> int:
-    from .augment import augment_file, default_output_path
+    from .augment.core import augment_file, default_output_path
 
     out = args.output or default_output_path(args.trace)
     stats = augment_file(args.trace, out, progress=True)
@@ -148,14 +148,14 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
 
 class _Ticker:
-    """Refreshes augment's stage line (:class:`fastpath.Progress`: stderr, terminal only, after 2 s)
+    """Refreshes augment's stage line (:class:`augment.stream.Progress`: stderr, terminal only, after 2 s)
     twice a second from a thread, for commands whose long steps report no fraction (summary, diff);
     the line is cleared at the end."""
 
     EVERY = 0.5
 
     def __init__(self) -> None:
-        from .fastpath import Progress
+        from .augment.stream import Progress
 
         self.stage = ""
         self.show = Progress(True)
@@ -187,14 +187,14 @@ class _Ticker:
 def _cmd_summary(args: argparse.Namespace) -> int:
     import json
 
-    from .report import format_summary
-    from .summary_files import summarize_path, trace_files
+    from .report.text import format_summary
+    from .summary.files import summarize_path, trace_files
 
     single = len(trace_files(args.trace)) == 1
     if not single and not args.per_rank:
         return _cmd_summary_ranks(args)
     if single and _ENDS_WITH_COMMAND:
-        from . import trace_format
+        from .traces import files as trace_format
 
         trace_format.LEFT_TO_EXIT = []  # one trace, then the process ends: its state is left to that
     with _Ticker() as tick:
@@ -210,9 +210,9 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 def _cmd_summary_ranks(args: argparse.Namespace) -> int:
     """``summary DIR`` of several traces: one cross-rank view when they are the ranks of one job,
     else a table of the runs and a view per set of ranks (:func:`.ranks.split_runs`)."""
-    from .ranks_files import folder_files
-    from .report_ranks import format_folder
-    from .summary_files import trace_files
+    from .ranks.files import folder_files
+    from .report.ranks import format_folder
+    from .summary.files import trace_files
 
     with _Ticker() as tick:
         view = folder_files(args.trace, trace_files(args.trace), stage=tick.set)
@@ -221,7 +221,7 @@ def _cmd_summary_ranks(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report_html import default_report_path, write_report
+    from .report.html import default_report_path, write_report
 
     out = args.output or default_report_path(args.trace)
     with _Ticker() as tick:
@@ -315,11 +315,11 @@ _ENDS_WITH_COMMAND = False
 
 def run() -> None:
     """The ``inductor-perf`` command: :func:`main`, and the process's exit. A summary of one large
-    trace leaves its state to the process's end (:func:`~inductor_perf.trace_format.leave_to_exit`):
+    trace leaves its state to the process's end (:func:`~inductor_perf.traces.files.leave_to_exit`):
     then, once the output is flushed and the exit handlers have run, the process ends without the
     interpreter's teardown, and the OS takes that memory back whole, where freeing it object by
     object cost 0.1-0.2 s on a 1M-event trace. Any other command exits as usual."""
-    from . import trace_format
+    from .traces import files as trace_format
 
     global _ENDS_WITH_COMMAND
     _ENDS_WITH_COMMAND = True

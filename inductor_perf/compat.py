@@ -12,7 +12,7 @@ the shape we use (:func:`backend_support`):
 
 Per-release differences belong here too, each behind a function named for what it adapts, so the
 rest of the package never reads ``torch.__version__``. (None is needed for 2.11 - 2.15: the one
-difference met, torch 2.15's flop_registry formula for CPU flash attention, is handled by costs.py
+difference met, torch 2.15's flop_registry formula for CPU flash attention, is handled by tagging/node_costs.py
 asking flop_registry before its own formulas.)
 tests/integration/test_internals.py runs every check against the installed torch.
 """
@@ -266,7 +266,7 @@ def backend_support() -> BackendSupport:
 def current_frame_compile() -> tuple[int, str] | None:
     """(Dynamo frame id, compile id text) of the compile in progress, or None when this torch does
     not say. A recompile of a frame keeps its frame id and gets a new compile id; a graph break
-    continues in a new frame. Capture counts steps by frame (see capture_auto.AutoCapture)."""
+    continues in a new frame. Capture counts steps by frame (see capture.auto.AutoCapture)."""
     try:
         from torch._guards import CompileContext
 

@@ -39,20 +39,20 @@ def _bench_traces(work: Path, events: int) -> list[Path]:
 
 
 def _summary(trace_path: Path, dst: Path) -> None:
-    from inductor_perf.report import format_summary
-    from inductor_perf.summary import summarize
-    from inductor_perf.trace_format import load_trace
+    from inductor_perf.report.text import format_summary
+    from inductor_perf.summary.core import summarize
+    from inductor_perf.traces.files import load_trace
 
     dst.write_text(format_summary(summarize(load_trace(str(trace_path))), "json"))
 
 
 def _gpu_rejoin(case: Path, dst: Path) -> None:
-    from inductor_perf import trace_format as tf
-    from inductor_perf.augment import augment_trace
-    from inductor_perf.devices import lookup_device
-    from inductor_perf.tags import GraphTags
+    from inductor_perf.traces import files as tf
+    from inductor_perf.augment.core import augment_trace
+    from inductor_perf.devices.resolve import lookup_device
+    from inductor_perf.model.tags import GraphTags
     try:
-        from inductor_perf.tag_join import costs_from_tags
+        from inductor_perf.costs.from_tags import costs_from_tags
     except ImportError:
         from inductor_perf.join import costs_from_tags
 
@@ -65,7 +65,7 @@ def _gpu_rejoin(case: Path, dst: Path) -> None:
 
 
 def make(outdir: Path, events: int) -> None:
-    from inductor_perf.augment import augment_file
+    from inductor_perf.augment.core import augment_file
 
     outdir.mkdir(parents=True, exist_ok=True)
     work = outdir / "inputs"

@@ -3,7 +3,7 @@ keeps (:class:`SideEvents`: host events, device events, launches; the autograd e
 which events are its kernels, which unit each kernel belongs to, and how much of the steps the units
 (or kernels) cover.
 
-- **Kernels** are what the summary counts as kernels (:func:`inductor_perf.summary_kernels.select_kernels`):
+- **Kernels** are what the summary counts as kernels (:func:`inductor_perf.summary.kernels.select_kernels`):
   the device events when the trace has any (kernels, memcpy, memset: ``gpu-kernels``), else the CPU
   kernels of compiled graphs (``cpu-compiled-kernels``), else the outermost aten ops
   (``cpu-eager-aten``). ``diff --by kernel`` keys its rows by them, never by CPU ops.
@@ -11,7 +11,7 @@ which events are its kernels, which unit each kernel belongs to, and how much of
   names the runtime call that launched it by ``correlation``, and that call sits on a CPU thread inside
   the unit that launched it (:class:`Places` finds the unit at a place on a thread); when the trace
   lacks that call, the op whose ``External id`` the device event carries is the place (as the cost
-  join's :class:`~inductor_perf.launch_join.LaunchIndex` does). A launch on a counted thread outside
+  join's :class:`~inductor_perf.costs.launch.LaunchIndex` does). A launch on a counted thread outside
   any unit (a CUDA graph replayed in a compiled graph's marker, an optimizer's kernels launched from
   its annotation) makes a kernel of the phase there.
 - **Covered time**: units and kernels are clipped to the steps (a range the step marks cut in two
@@ -30,8 +30,8 @@ import bisect
 from collections import defaultdict
 from typing import Any, Generic, Iterable, Mapping, Sequence, TypeVar
 
-from .. import events as evs
-from ..launch_join import _k
+from ..model import events as evs
+from ..costs.launch import _k
 
 HOST_EVENT, DEVICE_EVENT, LAUNCH_EVENT, OTHER_EVENT = 1, 2, 3, 0
 """What a comparison side keeps of an event, by its category (:func:`category_kind`)."""
@@ -66,17 +66,17 @@ def category_kind(cat: str) -> int:
 
 
 def correlation_key(corr: Any) -> Any:
-    """The key a launch and its device events are matched on (the cost join's, ``launch_join._k``)."""
+    """The key a launch and its device events are matched on (the cost join's, ``costs.launch._k``)."""
     return _k(corr)
 
 
 def cpu_kernels(threads: dict[tuple[Any, Any], list[tuple[dict, float, float]]]
                 ) -> list[tuple[tuple[Any, Any], dict, float, float]]:
     """The CPU kernels among the host events of ``threads`` ((pid, tid) -> (event, ts, dur)), as the
-    summary chooses them (:func:`inductor_perf.summary_kernels.select_kernels` of a trace without
+    summary chooses them (:func:`inductor_perf.summary.kernels.select_kernels` of a trace without
     device events): ``(thread, event, ts, dur)`` each, the event's args as the summary reads them (an
     outermost eager op with the summed costs of the costed ops inside it)."""
-    from ..summary_kernels import _Ev, select_kernels
+    from ..summary.kernels import _Ev, select_kernels
 
     parsed: list[_Ev] = []
     source: dict[int, tuple[tuple[Any, Any], dict]] = {}
@@ -189,7 +189,7 @@ against (that side writes no achieved % per event: :func:`kernel_cost` computes 
 
 def kernel_cost(args: dict, dur: float) -> tuple[float | None, float | None]:
     """(``kernel_flop``, ``achieved_flops_pct``) of an event of ``args`` and ``dur``: the args', or
-    the achieved % from :data:`PEAK_ARG` with :func:`roofline.classify`'s arithmetic (so a streamed
+    the achieved % from :data:`PEAK_ARG` with :func:`roofline.point.classify`'s arithmetic (so a streamed
     side gives what augmenting writes).
 
     >>> kernel_cost({"kernel_flop": 2e9, PEAK_ARG: 100.0}, 40.0)

@@ -2,7 +2,7 @@
 
 :func:`compare_units` groups each side's units by module, source line, eager op group or kernel
 name within each phase, and joins the two sides; :class:`Comparison` holds the result. Rendering it
-as text or markdown is :mod:`inductor_perf.report`'s job.
+as text or markdown is :mod:`inductor_perf.report.text`'s job.
 """
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .. import events as evs
+from ..model import events as evs
 from ..errors import InductorPerfError
-from ..report import format_comparison
+from ..report.text import format_comparison
 from .units import NO_KEY, OTHER_PHASE, SPECIAL_KEYS, VIEW_OPS, TraceUnits, Unit
 
 BY = ("module", "line", "op", "kernel")
@@ -187,7 +187,7 @@ class SideTotals:
 @dataclass
 class Comparison:
     """Eager vs compiled (or trace A vs trace B), row by row. ``to_text`` / ``to_markdown`` /
-    ``to_json`` render it (through :func:`inductor_perf.report.format_comparison`); ``to_dict`` is
+    ``to_json`` render it (through :func:`inductor_perf.report.text.format_comparison`); ``to_dict`` is
     strict-JSON-safe."""
 
     by: str

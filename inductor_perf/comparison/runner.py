@@ -14,12 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .. import trace_format as tf
+from ..traces import files as tf
 from ..errors import InductorPerfError
-from ..event_cost import EventCost
-from ..report import UNATTRIBUTED
-from ..summary_steps import median
-from ..tags import aten_op_name
+from ..model.event_cost import EventCost
+from ..report.text import UNATTRIBUTED
+from ..summary.steps import median
+from ..model.tags import aten_op_name
 from .rows import Comparison, compare_units
 from .sides import ENGINES, costed_units, two_sides
 from .units import VIEW_OPS, trace_units
@@ -155,7 +155,7 @@ def _run_steps(fn: Any, inputs: tuple[Any, ...], n: int, backward: bool, loss_fn
     """Run ``n`` steps (forward, loss, backward), returning each step's wall time in µs."""
     import torch
 
-    from ..eager import phase_range, step_range
+    from .eager import phase_range, step_range
 
     times = []
     for k in range(n):
@@ -243,7 +243,7 @@ def _profile_both(model: Any, inputs: tuple[Any, ...], *, backward: bool, steps:
     restored and the temporary trace files removed whatever happens."""
     import torch
 
-    from ..eager import module_ranges
+    from .eager import module_ranges
 
     state = _SavedState(model)
     tmp = tempfile.mkdtemp(prefix="inductor_perf_compare_")
@@ -276,9 +276,9 @@ def _profile_both(model: Any, inputs: tuple[Any, ...], *, backward: bool, steps:
 def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, dict[str, Any]]]:
     """The compiled trace augmented from its tags (costs, module path, eager ops on each kernel
     event) and, per kernel event index, what the tags say about it (for :func:`trace_units`)."""
-    from ..augment import augment_trace
-    from ..tag_join import costs_from_tags
-    from ..tags import REGISTRY
+    from ..augment.core import augment_trace
+    from ..costs.from_tags import costs_from_tags
+    from ..model.tags import REGISTRY
 
     costs, jstats = costs_from_tags(raw, REGISTRY.get)
     notes += jstats.warnings()
@@ -289,7 +289,7 @@ def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, di
     infos = _kernel_infos(costs)
     device = None
     try:
-        from ..devices import resolve_device
+        from ..devices.resolve import resolve_device
 
         device = resolve_device("cpu")
     except Exception as e:  # peaks are optional
@@ -358,7 +358,7 @@ def _profile_to(path: str, fn: Any, inputs: tuple[Any, ...], steps: int, backwar
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from ..capture import finish_waiting_windows, quiet_profile
+    from ..capture.session import finish_waiting_windows, quiet_profile
 
     finish_waiting_windows()  # an env-var capture over the loop before this call may still be stopping
     if torch.autograd.profiler._is_profiler_enabled:

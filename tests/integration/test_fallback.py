@@ -9,7 +9,7 @@ import torch
 from conftest import make, run_compiled
 
 import inductor_perf.backend as backend
-import inductor_perf.tag_store as tag_store
+import inductor_perf.tagging.store as tag_store
 
 
 def test_injected_failure_falls_back(monkeypatch, caplog, mlp_inductor) -> None:

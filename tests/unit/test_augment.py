@@ -11,16 +11,16 @@ from types import MappingProxyType, SimpleNamespace
 import pytest
 import torch
 
-from inductor_perf import events as evs
-from inductor_perf.augment import AugmentStats, EventCost, augment_file, augment_trace, costs_from_shapes
-from inductor_perf.trace_format import load_trace
+from inductor_perf.model import events as evs
+from inductor_perf.augment.core import AugmentStats, EventCost, augment_file, augment_trace, costs_from_shapes
+from inductor_perf.traces.files import load_trace
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 UPSTREAM = os.path.join(FIXTURES, "upstream_example.json")
 
 
 def fake_device(peak=100.0, bw=1000.0):
-    # The fields devices.DeviceSpec exposes; a float32 matmul peak of `peak` TFLOP/s on a CPU-type
+    # The fields devices.resolve.DeviceSpec exposes; a float32 matmul peak of `peak` TFLOP/s on a CPU-type
     # device (no TF32 switch) and `bw` GB/s.
     return SimpleNamespace(name="Fake-1", peak_tflops=MappingProxyType({torch.float32: peak}),
                            vector_tflops=MappingProxyType({}), mem_bandwidth_gbs=bw, peak_source="test",
@@ -173,7 +173,7 @@ def test_upstream_example_upstream_numbers():
 
 
 def test_augment_file_upstream_example_gets_peaks_from_device_properties(tmp_path):
-    pytest.importorskip("inductor_perf.devices")
+    pytest.importorskip("inductor_perf.devices.resolve")
     src = tmp_path / "u.json"
     src.write_bytes(open(UPSTREAM, "rb").read())
     stats = augment_file(src)
@@ -193,7 +193,7 @@ def _upstream_copy(tmp_path):
 @pytest.fixture
 def stream_calls(monkeypatch):
     """The calls of the stream engine (it still runs: the spy passes them on)."""
-    from inductor_perf import fastpath
+    from inductor_perf.augment import stream as fastpath
 
     calls, real = [], fastpath.augment_file_stream
 

@@ -10,8 +10,8 @@ import time
 import pytest
 import torch
 
-from inductor_perf import calibrate, devices
-from inductor_perf.cpu_peaks import cpu_spec_from_cpuinfo
+from inductor_perf.devices import calibrate, resolve as devices
+from inductor_perf.devices.cpu_peaks import cpu_spec_from_cpuinfo
 
 
 @pytest.fixture

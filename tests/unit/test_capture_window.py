@@ -1,12 +1,12 @@
-"""The recorded window of a capture's raw trace (capture_window.py) and the threads it names.
+"""The recorded window of a capture's raw trace (capture/window.py) and the threads it names.
 Hand-built traces; every expected number is worked out beside it."""
 
 from __future__ import annotations
 
 import copy
 
-from inductor_perf.capture_window import marker_threads, shape_window, unrecorded_threads
-from inductor_perf.summary import summarize
+from inductor_perf.capture.window import marker_threads, shape_window, unrecorded_threads
+from inductor_perf.summary.core import summarize
 
 
 def X(name, ts, dur, cat="cpu_op", pid=1, tid=1, **args):

@@ -1,4 +1,4 @@
-"""Collectives (comm_costs) and copies on small hand-made traces, then on the real traces of
+"""Collectives (costs.comm) and copies on small hand-made traces, then on the real traces of
 ../shared/traces: message sizes, nccl-tests' bus bandwidth, the roofs, both engines alike."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from inductor_perf import comm_costs as cc
-from inductor_perf import events as evs
-from inductor_perf import fastpath
-from inductor_perf.fastpath import stream
-from inductor_perf.augment import augment_file, augment_trace
-from inductor_perf.op_costs import costs_and_labels
+from inductor_perf.costs import comm as cc
+from inductor_perf.model import events as evs
+from inductor_perf.augment import stream as fastpath
+from inductor_perf.augment.stream import engine as stream
+from inductor_perf.augment.core import augment_file, augment_trace
+from inductor_perf.costs.from_shapes import costs_and_labels
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
                              Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))

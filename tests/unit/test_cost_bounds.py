@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import augment as A
-from inductor_perf import events as evs
-from inductor_perf import summary_stream
-from inductor_perf.report import format_summary
-from inductor_perf.summary_files import summarize_file, trace_label
+from inductor_perf.augment import core as A
+from inductor_perf.model import events as evs
+from inductor_perf.summary.stream import engine as summary_stream
+from inductor_perf.report.text import format_summary
+from inductor_perf.summary.files import summarize_file, trace_label
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "old_records_bound_replay.json"
 
@@ -62,9 +62,9 @@ def test_augment_marks_lower_bounds_and_graph_replays(tmp_path):
 @pytest.mark.parametrize("two_processes", [False, True])
 def test_fast_path_writes_the_same(tmp_path, monkeypatch, two_processes):
     # Fast path first, on a cold signature cache: with its worker forced on, the worker leaves the
-    # bounds to the parent (op_meta.defer_torch), and the graph launch may sit in the other half.
+    # bounds to the parent (costs.ops.meta.defer_torch), and the graph launch may sit in the other half.
     pytest.importorskip("orjson")
-    from inductor_perf.fastpath import stream as S
+    from inductor_perf.augment.stream import engine as S
 
     if two_processes and not hasattr(os, "fork"):
         pytest.skip("no os.fork here")
@@ -109,7 +109,7 @@ _INNER = {"Input Dims": [[1024, 40], [], [], []], "Input type": ["float", "", "S
 def test_exact_op_around_a_lower_bound_wins():
     # a100 records aten::sum(x, dtype) (exact) around aten::sum.dim_IntList without its dims (a
     # lower bound): the kernel takes the outer, exact cost, unmarked.
-    from inductor_perf.op_costs import costs_and_labels
+    from inductor_perf.costs.from_shapes import costs_and_labels
 
     trace = {"traceEvents": [
         _x("aten::sum", "cpu_op", 0, 20, **_OUTER), _x("aten::sum", "cpu_op", 1, 18, **_INNER),
@@ -123,7 +123,7 @@ def test_exact_op_around_a_lower_bound_wins():
 def test_bound_kept_where_the_exact_op_would_not_carry_its_kernel():
     # The exact outer op also holds another costed op (aten::add_ of two [1024, 40] floats), which
     # shadows it: without the bound, the inner op's kernel would have no cost (unknown_op).
-    from inductor_perf.op_costs import costs_and_labels
+    from inductor_perf.costs.from_shapes import costs_and_labels
 
     add = {"Input Dims": [[1024, 40], [1024, 40], []], "Input type": ["float", "float", "Scalar"]}
     trace = {"traceEvents": [

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import calibrate, cpu_caches, devices
-from inductor_perf.cpu_caches import CacheLevel
-from inductor_perf.device_table import lookup
-from inductor_perf.roofs import ComputeRoof, MemoryRoof, Roofs, place, roofs_for
+from inductor_perf.devices import calibrate, cpu_caches, resolve as devices
+from inductor_perf.devices.cpu_caches import CacheLevel
+from inductor_perf.devices.table import lookup
+from inductor_perf.roofline.roofs import ComputeRoof, MemoryRoof, Roofs, place, roofs_for
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 KVM = FIXTURES / "cpucache" / "xeon_2vcpu_kvm"

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import device_props, devices
-from inductor_perf.cost_args import device_from_trace
-from inductor_perf.device_table import DEVICE_TABLE
+from inductor_perf.devices import props as device_props, resolve as devices
+from inductor_perf.augment.args import device_from_trace
+from inductor_perf.devices.table import DEVICE_TABLE
 from inductor_perf.errors import DeviceSpecError
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from inductor_perf import devices
-from inductor_perf.cpu_peaks import cpu_spec_from_cpuinfo
-from inductor_perf.devices import TF32, DeviceSpec, lookup_device
+from inductor_perf.devices import resolve as devices
+from inductor_perf.devices.cpu_peaks import cpu_spec_from_cpuinfo
+from inductor_perf.devices.resolve import TF32, DeviceSpec, lookup_device
 from inductor_perf.errors import DeviceSpecError
 
 CPUINFO = Path(__file__).parent.parent / "fixtures" / "cpuinfo"
@@ -194,7 +194,7 @@ def test_no_substring_traps(reported):
 
 def test_unknown_device_logs_once_with_how_to(caplog):
     name = "NVIDIA Imaginary X9000"
-    with caplog.at_level(logging.WARNING, logger="inductor_perf.devices"):
+    with caplog.at_level(logging.WARNING, logger="inductor_perf.devices.resolve"):
         assert lookup_device(name) is None
         assert lookup_device(name) is None
     msgs = [r.getMessage() for r in caplog.records if name in r.getMessage()]
@@ -414,7 +414,7 @@ def test_resolve_cpu_is_computed_and_never_touches_cuda(isolated, monkeypatch):
 
 
 def test_resolve_precedence_user_over_measured_over_computed(isolated, monkeypatch):
-    from inductor_perf import calibrate
+    from inductor_perf.devices import calibrate
 
     key = calibrate.machine_key("cpu")
     calibrate.save(calibrate.Measurement(key=key, gemm_tflops={"float32": 0.123}, mem_bandwidth_gbs=45.6,
@@ -493,7 +493,7 @@ def test_docs_override_examples_parse():
 
 
 def test_peaks_are_keyed_by_dtype_name_only():
-    from inductor_perf import device_table
+    from inductor_perf.devices import table as device_table
 
     for r in devices.DEVICE_TABLE:
         keys = {*r.peak_tflops, *r.vector_tflops, *r.sparse_halved}

@@ -11,9 +11,9 @@ import pytest
 
 from inductor_perf.comparison import (GRAD_ACCUM, OUTSIDE_MODEL, UNATTRIBUTED, compare_units, diff_files,
                                    diff_traces, trace_units)
-from inductor_perf.tags import aten_op_name as op_name
+from inductor_perf.model.tags import aten_op_name as op_name
 from inductor_perf.errors import InductorPerfError
-from inductor_perf.trace_format import save_trace
+from inductor_perf.traces.files import save_trace
 
 
 def ev(name: str, ts: float, dur: float, cat: str = "cpu_op", **args: object) -> dict:
@@ -206,8 +206,8 @@ def test_a_fused_kernel_counts_in_its_tags_module_and_names_the_others() -> None
     tagging), even where another module has more of the kernel's nodes; the fusion map names the
     other modules of its non-view nodes."""
     from inductor_perf.comparison.runner import _kernel_infos
-    from inductor_perf.event_cost import EventCost
-    from inductor_perf.tags import KernelTag, NodeInfo
+    from inductor_perf.model.event_cost import EventCost
+    from inductor_perf.model.tags import KernelTag, NodeInfo
 
     def node(name: str, target: str, module: str) -> NodeInfo:
         return NodeInfo(name=name, target=target, original_aten=None, shapes=((4,),), dtypes=("float32",),

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from json_close import differences
 
-from inductor_perf import summary_stream
+from inductor_perf.summary.stream import engine as summary_stream
 from inductor_perf.cli import main
 from inductor_perf.comparison import compare_units, diff_files, diff_traces, sides, trace_units
 from inductor_perf.comparison.sides import aggregate_units
@@ -49,7 +49,7 @@ def _assert_same(a: str, b: str) -> None:
     """Each file read once per engine (the whole-trace units, and the streamed aggregated ones), then
     joined by every grouping: what diff_files(engine="full" / "stream") does, without reading the files
     eight times."""
-    from inductor_perf import trace_format as tf
+    from inductor_perf.traces import files as tf
 
     whole = [sides.costed_units(tf.load_trace(p)) for p in (a, b)]
     streamed = [sides.side_of_file(p, "stream") for p in (a, b)]

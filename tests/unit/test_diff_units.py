@@ -190,7 +190,7 @@ def test_two_captures_of_ours(by):
 def test_by_kernel_on_cpu_traces_is_the_summarys_kernels():
     """--by kernel of a CPU trace lists what the summary counts as kernels (graph_<N>_* events, aten ops
     inside compiled-graph calls), not CPU ops such as the compiled region or Dynamo's cache lookup."""
-    from inductor_perf.summary_files import summarize_file
+    from inductor_perf.summary.files import summarize_file
 
     for path in CAPTURES + [str(FIXTURES / "mlp_cpu_compiled.trace.json")]:
         c = diff_files(path, path, by="kernel")

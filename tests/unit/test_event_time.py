@@ -1,4 +1,4 @@
-"""One rule for a trace event's ts/dur (``events.event_time``) in every command: an event whose times
+"""One rule for a trace event's ts/dur (``model.events.event_time``) in every command: an event whose times
 are not finite non-negative numbers within the bounds (a numeric string included) is skipped and
 counted, identically by summary (full and stream), augment (full and stream), diff (full and stream)
 and report, and the count shows as the same note. Skipping it changes no other figure."""
@@ -13,7 +13,7 @@ import os
 import pytest
 
 from inductor_perf import cli
-from inductor_perf import events as evs
+from inductor_perf.model import events as evs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 DAY_US = 86_400 * 10**6
@@ -91,8 +91,9 @@ def _two_processes(monkeypatch, engine: str) -> str:
         return engine
     if not hasattr(os, "fork"):
         pytest.skip("two processes need os.fork")
-    from inductor_perf import summary_fork, summary_stream, summary_windows
-    from inductor_perf.fastpath import stream
+    from inductor_perf.summary.stream import fork as summary_fork, engine as summary_stream
+    from inductor_perf.traces import windows as summary_windows
+    from inductor_perf.augment.stream import engine as stream
 
     monkeypatch.setattr(summary_windows, "WINDOW_BYTES", 1024)
     monkeypatch.setattr(summary_stream.Windows.__init__, "__defaults__", (1024,))
@@ -104,10 +105,10 @@ def _two_processes(monkeypatch, engine: str) -> str:
 @pytest.mark.parametrize("engine", ["full", "stream", "stream2"])
 def test_summary_skips_and_counts(traces, monkeypatch, engine):
     pytest.importorskip("orjson")
-    from inductor_perf.report import format_summary
-    from inductor_perf.summary_files import summarize_file
+    from inductor_perf.report.text import format_summary
+    from inductor_perf.summary.files import summarize_file
 
-    from inductor_perf import summary_fork
+    from inductor_perf.summary.stream import fork as summary_fork
 
     two, engine = engine == "stream2", _two_processes(monkeypatch, engine)
     started, start = [], summary_fork.start_worker
@@ -135,7 +136,7 @@ def test_summary_skips_and_counts(traces, monkeypatch, engine):
 @pytest.mark.parametrize("engine", ["full", "stream", "stream2"])
 def test_augment_skips_and_counts(traces, tmp_path, monkeypatch, engine):
     pytest.importorskip("orjson")
-    from inductor_perf.augment import augment_file
+    from inductor_perf.augment.core import augment_file
 
     two, engine = engine == "stream2", _two_processes(monkeypatch, engine)
     clean, dirty = traces
@@ -196,8 +197,8 @@ def test_report_shows_the_note(traces, tmp_path, capsys):
 
 def test_gzip_input_same_counts(traces, tmp_path):
     pytest.importorskip("orjson")
-    from inductor_perf.augment import augment_file
-    from inductor_perf.summary_files import summarize_file
+    from inductor_perf.augment.core import augment_file
+    from inductor_perf.summary.files import summarize_file
 
     _, dirty = traces
     gz = tmp_path / "dirty.json.gz"

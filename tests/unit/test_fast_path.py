@@ -16,14 +16,14 @@ import warnings
 
 import pytest
 
-from inductor_perf import augment as A
-from inductor_perf import cost_args, fastpath
-from inductor_perf import trace_format as tf
-from inductor_perf import events as evs
-from inductor_perf.fastpath import parse as P
-from inductor_perf.fastpath import render as R
-from inductor_perf.fastpath import stream as S
-from inductor_perf.fastpath import worker as W
+from inductor_perf.augment import core as A
+from inductor_perf.augment import args as cost_args, stream as fastpath
+from inductor_perf.traces import files as tf
+from inductor_perf.model import events as evs
+from inductor_perf.augment.stream import parse as P
+from inductor_perf.augment.stream import render as R
+from inductor_perf.augment.stream import engine as S
+from inductor_perf.augment.stream import worker as W
 
 pytest.importorskip("orjson")
 
@@ -91,7 +91,7 @@ def test_generated_trace_same_output(generated, tmp_path, ext):
 
 def test_cold_cache_costs_the_same_in_both_engines(generated, tmp_path, monkeypatch):
     """With nothing cached, the fast path's worker leaves the ops that need torch's shape rules to
-    the parent (op_meta.defer_torch); they come out costed exactly as the full engine costs them."""
+    the parent (costs.ops.meta.defer_torch); they come out costed exactly as the full engine costs them."""
     monkeypatch.setenv("INDUCTOR_PERF_CACHE_DIR", str(tmp_path / "cold"))
     fast, full = str(tmp_path / "fast.json"), str(tmp_path / "full.json")
     s_fast = _stream(generated, fast)  # first: every signature is new
@@ -379,7 +379,7 @@ def test_fast_path_never_imports_torch(generated, tmp_path):
     A.augment_file(generated, str(tmp_path / "warm.json"), fast=False)
     out = str(tmp_path / "out.json")
     code = ("import sys\n"
-            "from inductor_perf import augment as A\n"
+            "from inductor_perf.augment import core as A\n"
             f"s = A.augment_file({generated!r}, {out!r}, fast=True)\n"
             "assert s.events_augmented > 1000 and s.peaks_known, s\n"
             "print('torch' in sys.modules)\n")
@@ -392,7 +392,7 @@ def test_fast_path_never_imports_torch(generated, tmp_path):
 def test_inline_roofline_equals_classify_on_a_sweep():
     # The fast path's inline roofline must give classify's numbers and bound exactly, including at
     # the ridge, the 25 % / 10 µs / 1 MiB latency edges, zero FLOPs and zero bytes.
-    from inductor_perf import roofline
+    from inductor_perf.roofline import point as roofline
 
     head, tail = {"kernel_flop": 1}, {"cost_source": "shapes"}
     flops_values = [0, 1, 1000, 2 * 4096 ** 3, 3_350_000, 989_500_000, (1 << 53) - 1]
@@ -627,9 +627,9 @@ def test_worker_never_logs(generated, tmp_path, processes):
 
 @pytest.mark.parametrize("torch_first", [True, False])
 def test_worker_loads_no_module(generated, tmp_path, processes, torch_first):
-    # All the forked worker uses is imported before the fork (fastpath.worker.Worker): it loads no module,
+    # All the forked worker uses is imported before the fork (augment.stream.worker.Worker): it loads no module,
     # with torch imported or not (the CLI's case: then nothing else has loaded importlib.metadata, which
-    # the op-cost cache's file name needs), when the parent imports inductor_perf.device_table for the
+    # the op-cost cache's file name needs), when the parent imports inductor_perf.devices.table for the
     # device row after the fork. A fresh interpreter, since this one has loaded nearly everything already.
     import subprocess
     import sys
@@ -639,8 +639,8 @@ def test_worker_loads_no_module(generated, tmp_path, processes, torch_first):
     d = str(tmp_path)
     code = ("import json, os, sys\n"
             + ("import torch\n" if torch_first else "") +
-            "from inductor_perf import augment as A\n"
-            "from inductor_perf.fastpath import stream as S\n"
+            "from inductor_perf.augment import core as A\n"
+            "from inductor_perf.augment.stream import engine as S\n"
             "S.PARALLEL_MIN_BYTES = 0\n"
             "real = S.worker_main\n"
             "def watched(*args):\n"
@@ -655,7 +655,7 @@ def test_worker_loads_no_module(generated, tmp_path, processes, torch_first):
             "for ext in ('.json', '.json.gz'):\n"
             f"    s = A.augment_file({generated!r}, os.path.join({d!r}, 'out' + ext), fast=True)\n"
             "    assert s.peaks_known and s.worker_maxrss_kb > 0, s\n"
-            "print('inductor_perf.device_table' in sys.modules)\n")
+            "print('inductor_perf.devices.table' in sys.modules)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "True"  # the device row was looked up

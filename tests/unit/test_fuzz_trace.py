@@ -14,11 +14,11 @@ import torch
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from inductor_perf.augment import augment_trace, costs_from_shapes
+from inductor_perf.augment.core import augment_trace, costs_from_shapes
 from inductor_perf.errors import TraceFormatError
-from inductor_perf.events import ADDED_ARG_KEYS
-from inductor_perf.op_formulas import OP_FORMULAS
-from inductor_perf.trace_format import save_trace
+from inductor_perf.model.events import ADDED_ARG_KEYS
+from inductor_perf.costs.ops.formulas import OP_FORMULAS
+from inductor_perf.traces.files import save_trace
 
 OP_NAMES = ["aten::" + n for n in OP_FORMULAS] + ["aten::linear", "triton_poi_fused_0", "cudaLaunchKernel"]
 CATS = ["cpu_op", "kernel", "cuda_runtime", "ac2g", "user_annotation", "Operator", "python_function", None, 3]
@@ -116,8 +116,8 @@ def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory,
     # The same trace through augment_file's large-file path (in one process or with its forked
     # worker) and through the full load: the same JSON and stats, or the same one-line error.
     pytest.importorskip("orjson")
-    from inductor_perf import augment as A
-    from inductor_perf.fastpath import stream as S
+    from inductor_perf.augment import core as A
+    from inductor_perf.augment.stream import engine as S
 
     d = tmp_path_factory.mktemp("fuzzfast")
     src = d / "in.json"

@@ -10,10 +10,10 @@ import pathlib
 
 import pytest
 
-from inductor_perf import trace_format as tf
-from inductor_perf import events as evs
-from inductor_perf.tag_join import costs_from_tags
-from inductor_perf.tags import GraphTags
+from inductor_perf.traces import files as tf
+from inductor_perf.model import events as evs
+from inductor_perf.costs.from_tags import costs_from_tags
+from inductor_perf.model.tags import GraphTags
 
 GPU = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 CASES = ("gpt_bf16", "gpt_cudagraphs", "resnet_block", "sanity")
@@ -125,7 +125,7 @@ def test_sanity_gemm_and_copy_reach_their_roofs(capsys):
 
 
 def test_offline_augment_keeps_every_event(tmp_path):
-    from inductor_perf.augment import augment_file
+    from inductor_perf.augment.core import augment_file
 
     src = GPU / "gpt_bf16.trace.json.gz"
     out = tmp_path / "again.json.gz"
@@ -136,8 +136,8 @@ def test_offline_augment_keeps_every_event(tmp_path):
 def test_summary_rates_a_bf16_step_against_the_bf16_roof():
     """Augmented again offline (now with kernel_dtype), the summary picks the dtype that carries the
     matmul work: bf16 for the autocast GPT block, not the fp32 default."""
-    from inductor_perf.augment import augment_trace, device_from_trace
-    from inductor_perf.summary import summarize
+    from inductor_perf.augment.core import augment_trace, device_from_trace
+    from inductor_perf.summary.core import summarize
 
     raw, (costs, _) = _rejoin("gpt_bf16")
     device, _ = device_from_trace(raw)

@@ -1,11 +1,11 @@
-"""tag_join.costs_from_tags on hand-built traces: which event gets which call site's cost."""
+"""costs.from_tags.costs_from_tags on hand-built traces: which event gets which call site's cost."""
 
 from __future__ import annotations
 
-from inductor_perf.events import nest_columns, nest_threads, new_columns
-from inductor_perf.markers import marker_name
-from inductor_perf.tag_join import costs_from_tags
-from inductor_perf.tags import GraphTags, KernelTag, NodeInfo
+from inductor_perf.model.events import nest_columns, nest_threads, new_columns
+from inductor_perf.tagging.markers import marker_name
+from inductor_perf.costs.from_tags import costs_from_tags
+from inductor_perf.model.tags import GraphTags, KernelTag, NodeInfo
 
 
 def _tag(name: str, profiler_name: str, call_index: int, flops, *, device: str = "cpu",
@@ -158,7 +158,7 @@ def test_cuda_graph_replay_kernels_take_their_call_sites_by_position():
 
 
 def test_replay_with_a_missing_triton_kernel_guesses_nothing_for_it():
-    from inductor_perf.tag_join import align_replay
+    from inductor_perf.costs.from_tags import align_replay
 
     tags = [_tag("triton_a", "triton_a", 0, 1, device="cuda"),
             _tag("mm", "aten::mm", 1, 1, device="cuda", kind="extern"),
@@ -224,10 +224,10 @@ def test_nest_columns_nests_as_the_tuples_do():
         assert nest_columns({t: _columns(v) for t, v in threads.items()}, encloses) == nest_threads(threads, encloses)[1]
 
 
-# --- op_costs: one op's cost over its kernels, and the labels of device events --------------------
-from inductor_perf import events as evs  # noqa: E402
-from inductor_perf.cost_placing import split_shares  # noqa: E402
-from inductor_perf.op_costs import costs_and_labels  # noqa: E402
+# --- costs.from_shapes: one op's cost over its kernels, and the labels of device events --------------------
+from inductor_perf.model import events as evs# noqa: E402
+from inductor_perf.costs.placing import split_shares  # noqa: E402
+from inductor_perf.costs.from_shapes import costs_and_labels  # noqa: E402
 
 
 def _launch(op_name, kernels, *, op_args=None, outer=None, copies=()):

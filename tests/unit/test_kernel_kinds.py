@@ -1,11 +1,11 @@
-"""The kind of a kernel (kernel_kinds.py): launching op first, a name rule only without one."""
+"""The kind of a kernel (model/kernel_kinds.py): launching op first, a name rule only without one."""
 
 from __future__ import annotations
 
 import pytest
 
-from inductor_perf import events as evs
-from inductor_perf.kernel_kinds import kernel_kind, name_kind
+from inductor_perf.model import events as evs
+from inductor_perf.model.kernel_kinds import kernel_kind, name_kind
 
 CUTLASS = ("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_64x64_32x4_nn_align1>("
            "cutlass_80_tensorop_s1688gemm_64x64_32x4_nn_align1::Params)")

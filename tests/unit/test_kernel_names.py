@@ -1,11 +1,11 @@
-"""Readable kernel names (kernel_names.py) on real names copied from ../shared/traces (HTA's A100,
+"""Readable kernel names (model/kernel_names.py) on real names copied from ../shared/traces (HTA's A100,
 V100 and MI250 test traces); expected spellings written by hand from the names themselves."""
 
 from __future__ import annotations
 
 import pytest
 
-from inductor_perf.kernel_names import compact_name, fit, readable_names, short_name, strip_args
+from inductor_perf.model.kernel_names import compact_name, fit, readable_names, short_name, strip_args
 
 # Five different cuBLAS/CUTLASS GEMMs of a100_ranks8_r3_control.json.gz: before, a 33-character
 # column read all of them as "void cutlass::Ke…_align1::Params)".

@@ -22,7 +22,7 @@ def test_package_keeps_the_layout_rules():
     assert got["cycles"] == []
     assert got["long_modules"] == []
     assert got["long_functions"] == []
-    assert got["renaming_modules"] == ["inductor_perf.trace_format"]
+    assert got["renaming_modules"] == ["inductor_perf.traces.files"]
 
 
 def test_checker_finds_a_lazy_cycle_a_long_function_and_renames(tmp_path):

@@ -1,5 +1,5 @@
 """One truth per trace, on GPU captures and recorded device rows, without a GPU: a real H100 capture
-(tests/fixtures/gpu) processed again as the capture processes it (capture.process_trace, the join
+(tests/fixtures/gpu) processed again as the capture processes it (capture.session.process_trace, the join
 redone from its tags, the H100 row as resolve_device gives it there), then summarized offline from
 the file it wrote; and the recorded row is what any later reader uses, never this machine's peaks."""
 
@@ -12,12 +12,12 @@ import pathlib
 
 import pytest
 
-from inductor_perf import events as evs
-from inductor_perf import trace_format as tf
-from inductor_perf.device_props import RECORD_KEY, device_record, recorded_device, spec_from_dict
-from inductor_perf.device_table import lookup
-from inductor_perf.summary_files import summarize_file
-from inductor_perf.tags import GraphTags
+from inductor_perf.model import events as evs
+from inductor_perf.traces import files as tf
+from inductor_perf.devices.props import RECORD_KEY, device_record, recorded_device, spec_from_dict
+from inductor_perf.devices.table import lookup
+from inductor_perf.summary.files import summarize_file
+from inductor_perf.model.tags import GraphTags
 
 GPU = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
 H100 = "NVIDIA H100 80GB HBM3"
@@ -76,7 +76,8 @@ def _raw(case: str, tmp_path: pathlib.Path) -> str:
 
 
 def _process(case: str, tmp_path: pathlib.Path, monkeypatch, tf32: bool = False):
-    from inductor_perf import capture, devices
+    from inductor_perf.capture import session as capture
+    from inductor_perf.devices import resolve as devices
 
     monkeypatch.setattr(capture, "REGISTRY", _Tags(case))
     monkeypatch.setattr(devices, "resolve_device", lambda device_type, override=None: lookup(H100))

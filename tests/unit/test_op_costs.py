@@ -13,9 +13,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from inductor_perf import op_costs as oc
-from inductor_perf import op_formulas as fm
-from inductor_perf.trace_format import load_trace
+from inductor_perf.costs import from_shapes as oc
+from inductor_perf.costs.ops import formulas as fm
+from inductor_perf.traces.files import load_trace
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 
@@ -185,7 +185,7 @@ def test_real_cpu_trace_counts_each_op_once():
     names = sorted(evs[i]["name"] for i, c in costs.items() if c.matmul_flops)
     # the innermost op of each nest: conv2d > convolution > _convolution > mkldnn_convolution,
     # linear > addmm (whose bias copy_ inside does not shadow it), scaled_dot_product_attention >
-    # _flash_attention_for_cpu. Besides: that copy_ and the weights' normal_ init (op_meta).
+    # _flash_attention_for_cpu. Besides: that copy_ and the weights' normal_ init (costs.ops.meta).
     assert sorted(evs[i]["name"] for i, c in costs.items() if not c.matmul_flops) == ["aten::copy_", "aten::normal_"]
     assert names == sorted(["aten::mkldnn_convolution"] * 3 + ["aten::mm", "aten::bmm", "aten::addmm",
                             "aten::_scaled_dot_product_flash_attention_for_cpu", "aten::_convolution"])
@@ -278,7 +278,7 @@ def test_gpu_cost_split_over_the_kernels_by_duration(link):
 def test_duplicate_external_ids_resolved_through_runtime_nesting():
     costs, stats = oc.costs_from_shapes(gpu_trace(link="both", dup=True))
     assert stats.duplicate_external_ids == 1
-    # 4, 5: the gemm's two kernels (split by duration); 6: the kernel-less aten::relu (costed by op_meta)
+    # 4, 5: the gemm's two kernels (split by duration); 6: the kernel-less aten::relu (costed by costs.ops.meta)
     assert list(costs) == [4, 5, 6]
 
 
@@ -317,7 +317,7 @@ def test_ops_without_shapes_counted_once_per_nest():
     costs, stats = oc.costs_from_shapes(trace)
     assert costs == {}
     # 8 nests (4-deep conv nests, linear>addmm, sdpa>flash) and aten::randn (every aten op has a
-    # cost rule now: op_meta) -> 9, not one per op
+    # cost rule now: costs.ops.meta) -> 9, not one per op
     assert stats.ops_without_shapes == 9
 
 
@@ -385,7 +385,8 @@ def test_attributing_does_not_import_flop_counter():
     import subprocess
     import sys
 
-    code = ("import sys; from inductor_perf import op_costs, op_formulas as fm;"
+    code = ("import sys; from inductor_perf.costs import from_shapes as op_costs;"
+            "from inductor_perf.costs.ops import formulas as fm;"
             "c = fm.op_cost('aten::mm', {'Input Dims': [[2, 3], [3, 4]], 'Input type': ['float', 'float']});"
             "assert c.flops == 48, c; print('torch.utils.flop_counter' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout

@@ -1,4 +1,4 @@
-"""Costs of any aten op by torch's shape rules (op_meta), fbgemm's ops (op_formulas_ext), the
+"""Costs of any aten op by torch's shape rules (costs.ops.meta), fbgemm's ops (costs.ops.fbgemm), the
 signature cache, and the share of the shared real traces' GPU time they cost.
 
 Expected numbers are hand arithmetic (numel x itemsize, stated in the comments) or FlopCounterMode
@@ -14,12 +14,12 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from inductor_perf import op_meta
-from inductor_perf.op_costs import CostJoin
-from inductor_perf.op_formulas import OpCost, lower_bound
-from inductor_perf.op_formulas_ext import embedding_backward_cost, ext_cost_or_reason
-from inductor_perf.op_meta import op_cost_or_reason
-from inductor_perf.trace_format import load_trace
+from inductor_perf.costs.ops import meta as op_meta
+from inductor_perf.costs.from_shapes import CostJoin
+from inductor_perf.costs.ops.formulas import OpCost, lower_bound
+from inductor_perf.costs.ops.fbgemm import embedding_backward_cost, ext_cost_or_reason
+from inductor_perf.costs.ops.meta import op_cost_or_reason
+from inductor_perf.traces.files import load_trace
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
 
@@ -287,7 +287,7 @@ def _lookup_with(tables: int, rows_per_table: int, d: int, n_idx: int) -> dict:
 
 
 def test_backward_paired_with_its_modules_forward():
-    from inductor_perf.op_formulas_ext import paired_backward_cost
+    from inductor_perf.costs.ops.fbgemm import paired_backward_cost
 
     name = "torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"
     small, big = _lookup_with(1, 1000, 96, 61072), _lookup_with(10, 1000, 64, 500_000)

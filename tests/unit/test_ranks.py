@@ -1,4 +1,4 @@
-"""The cross-rank view (inductor_perf.ranks, ranks_files, report_ranks, summary_comm): hand-built
+"""The cross-rank view (inductor_perf.ranks.view, ranks.files, report.ranks, summary.comm): hand-built
 rank traces whose expected numbers are worked out by hand in the comments, and the shared GPU ranks."""
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ import os
 import pytest
 
 from inductor_perf import cli
-from inductor_perf.kernel_kinds import KIND_COLLECTIVE, KIND_MATMUL
-from inductor_perf.ranks_files import cross_rank_files
-from inductor_perf.report_ranks import format_ranks
-from inductor_perf.summary_comm import comm_view
-from inductor_perf.summary_kernels import _Ev
+from inductor_perf.model.kernel_kinds import KIND_COLLECTIVE, KIND_MATMUL
+from inductor_perf.ranks.files import cross_rank_files
+from inductor_perf.report.ranks import format_ranks
+from inductor_perf.summary.comm import comm_view
+from inductor_perf.summary.kernels import _Ev
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces", "two_ranks")
 EPOCH = 1.7e15  # µs since 1970 (Nov 2023): the epoch clock, as GPU traces have
@@ -28,7 +28,7 @@ def kernel(name, ts, dur, stream=7, **args):
 
 
 def allreduce(ts, dur):
-    # 1000 floats on 2 ranks: S = 4000 B (comm_costs: max(in, out) nelems x 4 bytes)
+    # 1000 floats on 2 ranks: S = 4000 B (costs.comm: max(in, out) nelems x 4 bytes)
     return kernel(NCCL, ts, dur, stream=9, **{"Collective name": "allreduce", "In msg nelems": 1000,
                                               "Out msg nelems": 1000, "dtype": "Float", "Group size": 2})
 

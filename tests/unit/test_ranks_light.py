@@ -1,4 +1,4 @@
-"""The light per-rank summary (:mod:`inductor_perf.summary_light`) gives the cross-rank view the full
+"""The light per-rank summary (:mod:`inductor_perf.summary.light`) gives the cross-rank view the full
 per-rank summaries give, exactly: on the hand-made rank traces of ``test_ranks``, on the shared GPU
 ranks (../shared/traces/two_ranks) and on ranks from ``bench/gen_trace.py --world-size`` (raw traces
 costed from their shapes, NCCL kernels, steps). The streaming windows are made tiny (4 KB) so every
@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import summary_stream
-from inductor_perf.ranks import RankInput, cross_rank
-from inductor_perf.ranks_files import cross_rank_files
-from inductor_perf.report_ranks import format_ranks
-from inductor_perf.summary_files import summarize_file
-from inductor_perf.summary_light import LIGHT_NOTE
+from inductor_perf.summary.stream import engine as summary_stream
+from inductor_perf.ranks.view import RankInput, cross_rank
+from inductor_perf.ranks.files import cross_rank_files
+from inductor_perf.report.ranks import format_ranks
+from inductor_perf.summary.files import summarize_file
+from inductor_perf.summary.light import LIGHT_NOTE
 
 from test_ranks import GEMM, allreduce, kernel, rank_trace, two_ranks, write  # the hand-made ranks (tests/unit)
 

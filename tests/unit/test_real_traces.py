@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import events as evs
-from inductor_perf.augment import augment_trace
-from inductor_perf.op_costs import costs_and_labels
-from inductor_perf.trace_format import load_trace
+from inductor_perf.model import events as evs
+from inductor_perf.augment.core import augment_trace
+from inductor_perf.costs.from_shapes import costs_and_labels
+from inductor_perf.traces.files import load_trace
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
                              Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))

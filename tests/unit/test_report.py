@@ -1,4 +1,4 @@
-"""report.py formatting and the ``inductor-perf summary`` command."""
+"""report/text.py formatting and the ``inductor-perf summary`` command."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 import pytest
 
 from inductor_perf.cli import main
-from inductor_perf.report import (fmt_flop, fmt_gb, fmt_gbps, fmt_pct, fmt_si, fmt_tflops, fmt_time_us,
+from inductor_perf.report.text import (fmt_flop, fmt_gb, fmt_gbps, fmt_pct, fmt_si, fmt_tflops, fmt_time_us,
                                   format_summary, render_table)
-from inductor_perf.summary import summarize
+from inductor_perf.summary.core import summarize
 
 
 def X(name, ts, dur, cat="cpu_op", pid=1, tid=1, **args):

@@ -1,4 +1,4 @@
-"""The report page (inductor_perf.report_html): one point per costed kernel, table links that resolve,
+"""The report page (inductor_perf.report.html): one point per costed kernel, table links that resolve,
 nothing fetched, the tables without matplotlib, the CLI and the capture.
 
 Expected kernel counts come from the augmented trace's own event fields (distinct names of the
@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from inductor_perf.cli import main
-from inductor_perf.report_html import default_report_path, render_report, write_report
-from inductor_perf.summary_raw import with_costs
-from inductor_perf.trace_format import load_trace
+from inductor_perf.report.html import default_report_path, render_report, write_report
+from inductor_perf.augment.in_memory import with_costs
+from inductor_perf.traces.files import load_trace
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 CPU = FIXTURES / "mlp_cpu_compiled.trace.json"
@@ -187,7 +187,7 @@ def test_directory_gives_one_section_per_trace_with_page_wide_keys(tmp_path):
 
 
 def test_summary_json_keeps_its_shape():
-    from inductor_perf.summary import summarize
+    from inductor_perf.summary.core import summarize
 
     s = summarize(with_costs(load_trace(CPU))[0], top=2)
     # 5 graph_0_cpp_* kernel names, aten::addmm and aten::mm inside the compiled calls (by hand)
@@ -224,7 +224,7 @@ def test_write_report_is_atomic_and_returns_the_path(tmp_path):
 
 
 def test_capture_writes_the_page(tmp_path):
-    from inductor_perf.capture import process_trace
+    from inductor_perf.capture.session import process_trace
 
     r = process_trace(str(CPU), str(tmp_path / "cap"))
     assert r.report_path == str(tmp_path / "cap.report.html")
@@ -234,7 +234,8 @@ def test_capture_writes_the_page(tmp_path):
 
 
 def test_capture_survives_a_page_that_cannot_be_written(tmp_path, monkeypatch, caplog):
-    from inductor_perf import capture, report_html
+    from inductor_perf.capture import session as capture
+    from inductor_perf.report import html as report_html
 
     def boom(*a, **k):
         raise RuntimeError("disk on fire")

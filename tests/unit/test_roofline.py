@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from inductor_perf.roofline import RooflinePoint, classify
+from inductor_perf.roofline.point import RooflinePoint, classify
 
 PEAK, BW = 989.5, 3350.0
 RIDGE = 989.5e12 / 3350e9  # 295.37 FLOP/byte

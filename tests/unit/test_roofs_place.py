@@ -1,4 +1,4 @@
-"""roofs.place's TF32 roof and the summary's cache-level note: expected numbers by hand."""
+"""roofline.roofs.place's TF32 roof and the summary's cache-level note: expected numbers by hand."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from inductor_perf.device_spec import DeviceSpec
-from inductor_perf.roofs import ComputeRoof, MemoryRoof, Roofs, place
-from inductor_perf.summary import summarize
+from inductor_perf.devices.spec import DeviceSpec
+from inductor_perf.roofline.roofs import ComputeRoof, MemoryRoof, Roofs, place
+from inductor_perf.summary.core import summarize
 
 A100_LIKE = Roofs("gpu", (ComputeRoof("float32", 19.5, "matrix", "datasheet"),
                           ComputeRoof("tf32", 156.0, "matrix", "datasheet"),
@@ -51,7 +51,7 @@ def _trace(name: str, per_launch_bytes: int, launches: int, us: float) -> dict:
 
 
 def test_summary_judges_cpu_kernels_against_their_cache_level_in_text_and_json():
-    from inductor_perf.report import format_summary
+    from inductor_perf.report.text import format_summary
 
     # 32 KiB per launch x 10 in 1 µs x 10: 327,680 B / 10 µs = 32.8 GB/s, above DRAM's 20 but 8 % of L1's 400.
     s = summarize(_trace("graph_0_cpp_k_l1", 32768, 10, 1.0), device=_cpu(400.0))

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from inductor_perf.comparison.rows import Comparison, SideTotals
 from inductor_perf.comparison.runner import _add_unprofiled_times
-from inductor_perf.summary import summarize
-from inductor_perf.summary_steps import median
+from inductor_perf.summary.core import summarize
+from inductor_perf.summary.steps import median
 
 
 def X(name, ts, dur, cat="kernel", pid=0, tid=7):

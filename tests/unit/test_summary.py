@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import events as evs
+from inductor_perf.model import events as evs
 from inductor_perf.errors import TraceFormatError
-from inductor_perf.summary import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, KINDS, kernel_kind,
+from inductor_perf.summary.core import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, KINDS, kernel_kind,
                                    summarize)
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -293,7 +293,7 @@ def test_malformed_events_are_counted_not_fatal():
         X("graph_0_ok2", 20, 5, args_are="fine"),
         {"ph": "X", "name": None, "ts": 30, "dur": 1, "args": [1, 2]},  # odd name / args types
     ]})
-    # no dur, no ts, a negative dur, a string ts, a NaN ts: one rule (events.event_time)
+    # no dur, no ts, a negative dur, a string ts, a NaN ts: one rule (model.events.event_time)
     assert s.skipped == {evs.BAD_TIME: 5, "zero dur": 1, "not an object": 1}
     assert s.bad_args == 3
     assert s.kernel_count == 2 and s.flop is None
@@ -437,8 +437,8 @@ def no_shapes_gpu_trace():
 
 
 def test_flops_without_a_costed_compute_kernel_are_unknown_not_zero():
-    from inductor_perf.device_table import lookup
-    from inductor_perf.report import format_summary
+    from inductor_perf.devices.table import lookup
+    from inductor_perf.report.text import format_summary
 
     s = summarize(no_shapes_gpu_trace(), device=lookup("Tesla V100-SXM2-16GB"))
     assert (s.flop, s.achieved_tflops, s.flops_pct_of_peak) == (None, None, None)
@@ -458,8 +458,8 @@ def test_flops_without_a_costed_compute_kernel_are_unknown_not_zero():
 
 
 def test_flops_unknown_on_the_page(tmp_path):
-    from inductor_perf.device_table import lookup
-    from inductor_perf.report_html import render_report
+    from inductor_perf.devices.table import lookup
+    from inductor_perf.report.html import render_report
 
     page = render_report(no_shapes_gpu_trace(), device=lookup("Tesla V100-SXM2-16GB"))
     head = page[page.index("<dl class='head'>"):page.index("</dl>")]
@@ -471,8 +471,8 @@ def test_a_real_trace_without_shapes_says_why_its_flops_are_unknown(tmp_path):
     v100 = FIXTURES.parents[1] / ".." / "shared" / "traces" / "v100_ranks2_r1_test.json.gz"
     if not v100.exists():
         pytest.skip(f"{v100} absent (the shared real traces are not checked in)")
-    from inductor_perf import trace_format as tf
-    from inductor_perf.summary_files import summarize_file
+    from inductor_perf.traces import files as tf
+    from inductor_perf.summary.files import summarize_file
 
     trace = tf.load_trace(str(v100))
     for e in trace["traceEvents"]:  # the same trace as recorded with record_shapes=False

@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from inductor_perf import cli
-from inductor_perf import ranks_files, report_ranks
+from inductor_perf.ranks import files as ranks_files
+from inductor_perf.report import ranks as report_ranks
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
                              Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))

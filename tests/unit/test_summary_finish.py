@@ -1,5 +1,5 @@
 """The streaming summary's finish and the idle attribution, against references outside the code
-under test: a digest's sums (``summary_stream_finish._achieved_sums``) against the per-kernel
+under test: a digest's sums (``summary.stream.finish._achieved_sums``) against the per-kernel
 ``achieved_pcts`` / ``roof_figures`` summed one kernel at a time (the arithmetic ``args_for`` writes
 into an augmented trace); the idle tables' shortcut for a gap outside every event of its thread
 (``_Attributor.outside``) against the general walk (``_Attributor.attribute``) and a hand-worked trace;
@@ -14,16 +14,16 @@ import sys
 import pytest
 from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 
-from inductor_perf import summary_idle
-from inductor_perf.cost_args import roof_figures
-from inductor_perf.fastpath.render import _IN_RANGE, achieved_pcts, binding_roof
-from inductor_perf.roofline import (
+from inductor_perf.summary import idle as summary_idle
+from inductor_perf.augment.args import roof_figures
+from inductor_perf.augment.stream.render import _IN_RANGE, achieved_pcts, binding_roof
+from inductor_perf.roofline.point import (
     DEFAULT_LATENCY_BYTES,
     DEFAULT_LATENCY_PCT,
     DEFAULT_LATENCY_US,
 )
-from inductor_perf.summary import summarize
-from inductor_perf.summary_stream_finish import _achieved_sums
+from inductor_perf.summary.core import summarize
+from inductor_perf.summary.stream.finish import _achieved_sums
 
 
 def _one_by_one(durs, flops, nbytes, peak, bw, roof, inline):
@@ -138,7 +138,7 @@ def test_gap_outside_the_launching_threads_events_is_its_own(monkeypatch):
 
 
 def _summaries(path):
-    from inductor_perf.summary_files import summarize_file
+    from inductor_perf.summary.files import summarize_file
 
     return summarize_file(str(path), engine="full").summary.to_dict()
 
@@ -195,8 +195,9 @@ def test_run_exit_codes_of_errors():
 
 
 def test_large_state_kept_only_for_the_command(monkeypatch, capsys):
-    from inductor_perf import cli, trace_format
-    from inductor_perf.summary_files import summarize_file
+    from inductor_perf import cli
+    from inductor_perf.traces import files as trace_format
+    from inductor_perf.summary.files import summarize_file
 
     path = str(FIXTURES / "gpu" / GPU_FIXTURES[0])
     kept: list = []
@@ -215,11 +216,11 @@ def test_large_state_kept_only_for_the_command(monkeypatch, capsys):
 
 def test_top_unions_are_the_top_rows_busy_time():
     """The rows' busy time the streaming finish computes before waiting for its helper
-    (``summary.top_unions``), on hand-placed intervals: only the ``top`` rows by time, each its
+    (``summary.core.top_unions``), on hand-placed intervals: only the ``top`` rows by time, each its
     members' intervals merged."""
     from types import SimpleNamespace as NS
 
-    from inductor_perf.summary import top_unions
+    from inductor_perf.summary.core import top_unions
 
     def ev(ts, dur):
         return NS(ts=ts, dur=dur, end=ts + dur)

@@ -1,4 +1,4 @@
-"""The streaming summary's pass in two processes (:mod:`inductor_perf.summary_fork`) against the same
+"""The streaming summary's pass in two processes (:mod:`inductor_perf.summary.stream.fork`) against the same
 pass in one: exactly the same Summary on every GPU fixture, on ../shared/traces and on a generated
 trace (and within rounding of the full load); a worker that dies, before or after its first part,
 leaves its windows to the parent; a bad file gives the same error as in one process.
@@ -18,9 +18,10 @@ import pytest
 from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 from json_close import differences
 
-from inductor_perf import summary_fork, summary_stream, summary_windows
+from inductor_perf.summary.stream import fork as summary_fork, engine as summary_stream
+from inductor_perf.traces import windows as summary_windows
 from inductor_perf.errors import TraceFormatError
-from inductor_perf.summary_files import summarize_file, trace_label
+from inductor_perf.summary.files import summarize_file, trace_label
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="two processes need os.fork")
 
@@ -150,7 +151,7 @@ def test_worker_that_dies_leaves_its_part_to_the_parent(generated, monkeypatch, 
 
 
 def test_helper_that_dies_leaves_the_idle_tables_to_the_parent(generated, monkeypatch):
-    from inductor_perf import summary_stream_finish
+    from inductor_perf.summary.stream import finish as summary_stream_finish
 
     def dies(*args):
         os._exit(3)
@@ -174,10 +175,10 @@ def test_no_helper_past_its_size(generated, monkeypatch):
 @pytest.mark.parametrize("name", GPU_FIXTURES)
 def test_idle_tables_with_next_sources_later(name):
     """The helper's idle tables (without the kernels' source lines, given after) are those of one call."""
-    from inductor_perf.summary_kernels import _parse, select_kernels
-    from inductor_perf.trace_format import load_trace
-    from inductor_perf.summary_idle import busy_window, idle_tables, launching_threads, with_next_sources
-    from inductor_perf.summary_raw import with_costs
+    from inductor_perf.summary.kernels import _parse, select_kernels
+    from inductor_perf.traces.files import load_trace
+    from inductor_perf.summary.idle import busy_window, idle_tables, launching_threads, with_next_sources
+    from inductor_perf.augment.in_memory import with_costs
 
     trace = with_costs(load_trace(str(FIXTURES / "gpu" / name)))[0]
     tk = select_kernels(_parse(trace["traceEvents"], {}))
@@ -232,13 +233,13 @@ def test_light_and_pool_workers_stay_in_one_process(generated, monkeypatch):
 
 
 def test_worker_and_helper_load_no_module(generated, tmp_path):
-    """All the worker and the helper run is imported before they are forked (fastpath.worker.Worker's
+    """All the worker and the helper run is imported before they are forked (augment.stream.worker.Worker's
     rules): neither loads a module. A fresh interpreter, since this one has loaded nearly everything."""
     import json
 
     d = str(tmp_path)
     code = ("import json, os, sys\n"
-            "from inductor_perf import summary_fork as F, summary_stream as S, summary_stream_finish as SF\n"
+            "from inductor_perf.summary.stream import engine as S, finish as SF, fork as F\n"
             "F.FORK_MIN_BYTES = 0\n"
             "S.Windows.__init__.__defaults__ = (4096,)  # windows enough for a worker\n"
             "def watch(real, tag):\n"

@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import events as evs
-from inductor_perf.augment import augment_file, device_from_trace
+from inductor_perf.model import events as evs
+from inductor_perf.augment.core import augment_file, device_from_trace
 from inductor_perf.cli import main
 from inductor_perf.comparison import diff_files
-from inductor_perf.report import format_summary
-from inductor_perf.summary import summarize
-from inductor_perf.summary_raw import is_costed, with_costs
-from inductor_perf.trace_format import load_trace
+from inductor_perf.report.text import format_summary
+from inductor_perf.summary.core import summarize
+from inductor_perf.augment.in_memory import is_costed, with_costs
+from inductor_perf.traces.files import load_trace
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
                              Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))
@@ -217,8 +217,8 @@ def test_real_a100_raw_summary_shows_matmul_flops_and_steps(a100):
     assert s.time_split_pct["matmul"] > 10
     # Every kernel launched by aten::mm / addmm / bmm is matmul, whatever its name (the bias add of
     # addmm included); the trace says which op launched each through augment's launch_op.
-    from inductor_perf.kernel_kinds import kernel_kind
-    from inductor_perf.summary_raw import with_costs
+    from inductor_perf.model.kernel_kinds import kernel_kind
+    from inductor_perf.augment.in_memory import with_costs
 
     costed, _ = with_costs(raw)
     gemm_kernels = [e for e in costed["traceEvents"] if isinstance(e, dict) and e.get("cat") == "kernel"

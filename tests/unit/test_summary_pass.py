@@ -1,4 +1,4 @@
-"""The streaming summary's fused per-event loop (:func:`inductor_perf.summary_pass.read_batch`) against
+"""The streaming summary's fused per-event loop (:func:`inductor_perf.summary.stream.loop.read_batch`) against
 the methods it fuses (``LaunchIndex.index``, ``CostJoin.cost``, ``_Pass.add`` / ``add_other``, called
 event by event): after reading a trace, the cost join's and the pass's state are exactly the same
 (values and dict orders) on every GPU fixture, on ../shared/traces, on a generated trace, on an
@@ -7,7 +7,7 @@ take the fused loop's slow path (non-number or missing ts/dur, int ts/dur, zero 
 args, non-str names and categories, pid / tid of other types, non-object events, cost marks).
 
 Both ways the fused loop reads a window are compared with the methods: orjson's dicts and msgspec's
-envelopes (:func:`~inductor_perf.summary_windows.decode_envelopes`, the streaming summary's default).
+envelopes (:func:`~inductor_perf.traces.windows.decode_envelopes`, the streaming summary's default).
 
 The windows are tiny (4 KB) so that a trace spans many of them.
 """
@@ -23,10 +23,10 @@ from pathlib import Path
 import pytest
 from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 
-from inductor_perf import events as evs
-from inductor_perf import summary_stream
-from inductor_perf.op_costs import CostJoin
-from inductor_perf.summary_windows import Windows, mapped_text
+from inductor_perf.model import events as evs
+from inductor_perf.summary.stream import engine as summary_stream
+from inductor_perf.costs.from_shapes import CostJoin
+from inductor_perf.traces.windows import Windows, mapped_text
 
 
 def _plain(v):
@@ -121,7 +121,7 @@ def test_generated_same_state(tmp_path):
 
 
 def test_augmented_trace_same_state(tmp_path):
-    from inductor_perf.augment import augment_file
+    from inductor_perf.augment.core import augment_file
 
     out = tmp_path / "aug.json"
     augment_file(str(FIXTURES / "gpu" / "resnet_block.trace.json.gz"), str(out), engine="full")
@@ -145,7 +145,7 @@ def _odd_events() -> list:
                    {"args": {"correlation": [5]}}, {"name": "nccl:all_reduce_ccl_kernel"},
                    # ints past 64 bits: orjson reads them as floats, msgspec as ints
                    {"pid": 2 ** 70}, {"tid": -(2 ** 64)}, {"ts": 2 ** 70}, {"dur": 2 ** 64}, {"name": 2 ** 65},
-                   # times at and past events.event_time's bounds, negative zero, numeric strings
+                   # times at and past model.events.event_time's bounds, negative zero, numeric strings
                    {"dur": 1e300}, {"ts": 1e300}, {"ts": -1.0}, {"ts": -0.0}, {"dur": -0.0}, {"dur": "10"},
                    {"ts": evs.TS_MAX_US}, {"ts": evs.TS_MAX_US * (1 + 1e-15)}, {"ts": 10 ** 16},
                    {"dur": evs.DUR_MAX_US}, {"dur": evs.DUR_MAX_US + 1.0}, {"dur": 7 * 86_400 * 10 ** 6 + 1}):
@@ -208,7 +208,7 @@ def test_cpu_ops_replayed_by_signature_same_state(tmp_path, monkeypatch):
     outcome for it (a cost, a reason, nothing to cost) is replayed. The state stays the methods',
     and ops whose args say more than their inputs (cost marks, a step, a big External id) are read
     whole every time."""
-    from inductor_perf.op_costs import CostJoin
+    from inductor_perf.costs.from_shapes import CostJoin
 
     replayed: list = []
     replay = CostJoin.replay

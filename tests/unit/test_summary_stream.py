@@ -19,10 +19,11 @@ import pytest
 from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 from json_close import differences
 
-from inductor_perf import summary_stream, summary_windows
-from inductor_perf import trace_format as tf
+from inductor_perf.summary.stream import engine as summary_stream
+from inductor_perf.traces import windows as summary_windows
+from inductor_perf.traces import files as tf
 from inductor_perf.errors import TraceFormatError
-from inductor_perf.summary_files import summarize_file, trace_label
+from inductor_perf.summary.files import summarize_file, trace_label
 
 
 @pytest.fixture(autouse=True)
@@ -237,8 +238,8 @@ def test_recorded_device_window_and_placements_same_in_both_engines(tmp_path):
     """The fields the one-truth rules added: a device row recorded by the capture (here an A100 row on
     an H100 trace, which the header carries after the events), the window's basis, each row's
     placement and the FLOPs' unknown reason, the same in both engines."""
-    from inductor_perf.device_props import RECORD_KEY, device_record
-    from inductor_perf.device_table import lookup
+    from inductor_perf.devices.props import RECORD_KEY, device_record
+    from inductor_perf.devices.table import lookup
 
     trace = tf.load_trace(str(FIXTURES / "gpu" / "gpt_bf16.trace.json.gz"))
     a100 = lookup("NVIDIA A100-SXM4-40GB")

@@ -7,10 +7,10 @@ import os
 
 import pytest
 
-from inductor_perf.markers import MARKER_PREFIX, marker_name, parse_marker
-from inductor_perf.module_paths import normalize_module_path
-from inductor_perf.tagging import innermost_frame
-from inductor_perf.tags import GraphTags, KernelTag, NodeInfo, evaluate
+from inductor_perf.tagging.markers import MARKER_PREFIX, marker_name, parse_marker
+from inductor_perf.tagging.module_paths import normalize_module_path
+from inductor_perf.tagging.collector import innermost_frame
+from inductor_perf.model.tags import GraphTags, KernelTag, NodeInfo, evaluate
 
 
 # --- evaluate -----------------------------------------------------------------------------------
@@ -159,7 +159,7 @@ def test_symbolic_tags_stay_lean() -> None:
 
     code = (
         "import json, sys\n"
-        "from inductor_perf.tags import KernelTag\n"
+        "from inductor_perf.model.tags import KernelTag\n"
         "d = {'graph_id': 0, 'is_backward': False, 'kernel_name': 'k', 'kind': 'generated', "
         "'call_index': 0, 'nodes': [], 'flops': '2*s0', 'matmul_flops': 0, 'bytes_read': '8*s0', "
         "'bytes_written': '4*s0', 'source': None, 'stack_trace': None, 'module_path': None, "
@@ -215,7 +215,7 @@ def test_parse_marker_rejects_other_names(name: str) -> None:
 def test_evaluate_refuses_anything_but_a_size_expression():
     import pytest
 
-    from inductor_perf.tags import evaluate
+    from inductor_perf.model.tags import evaluate
 
     for bad in ("__import__('os').getcwd()", "s0[0]", "lambda: 1"):
         with pytest.raises(ValueError):
@@ -237,7 +237,7 @@ def _placeholder_graph(sources: dict[str, object]):
 
 
 def test_parameter_names_of_dynamo_graph_inputs() -> None:
-    from inductor_perf.module_paths import parameter_names
+    from inductor_perf.tagging.module_paths import parameter_names
 
     gm = _placeholder_graph({
         "w": "L['self']._modules['layer1']._modules['0']._parameters['weight']",
@@ -255,7 +255,7 @@ def test_kernel_reading_only_graph_inputs_belongs_to_its_first_parameter() -> No
     import torch
     from torch._functorch._aot_autograd.descriptors import ParamAOTInput, PlainAOTInput
 
-    from inductor_perf.tagging import _attribution
+    from inductor_perf.tagging.collector import _attribution
 
     g = torch.fx.Graph()
     x, w, fc = g.placeholder("primals_1"), g.placeholder("primals_2"), g.placeholder("primals_3")
@@ -274,7 +274,7 @@ def test_made_up_kernel_whose_output_leaves_the_graph_belongs_to_its_nearest_inp
     to the nearest inputs that have an origin, the one doing the most work among them."""
     import torch
 
-    from inductor_perf.tagging import _attribution
+    from inductor_perf.tagging.collector import _attribution
 
     g = torch.fx.Graph()
     acc_in, a, b = g.placeholder("tangents_1"), g.placeholder("permute_6"), g.placeholder("view_21")
@@ -297,14 +297,14 @@ def test_made_up_kernel_whose_output_leaves_the_graph_belongs_to_its_nearest_inp
 def test_parameter_names_never_raise(caplog) -> None:
     import logging
 
-    from inductor_perf.module_paths import _warn_no_parameter_names, parameter_names
+    from inductor_perf.tagging.module_paths import _warn_no_parameter_names, parameter_names
 
     def boom() -> str:
         raise RuntimeError("source moved")
 
     _warn_no_parameter_names.cache_clear()
     gm = _placeholder_graph({"w": boom})
-    with caplog.at_level(logging.WARNING, logger="inductor_perf.module_paths"):
+    with caplog.at_level(logging.WARNING, logger="inductor_perf.tagging.module_paths"):
         assert parameter_names(gm) == {} and parameter_names(gm) == {}
     assert [r.getMessage().count("source moved") for r in caplog.records] == [1]
 
@@ -315,7 +315,7 @@ def test_module_paths_from_the_stack_are_the_models_own():
     import torch
     import torch.nn as nn
 
-    from inductor_perf import module_paths
+    from inductor_perf.tagging import module_paths
 
     class Probe(nn.Module):
         def forward(self, x):
@@ -366,24 +366,25 @@ def _package_copy(tmp_path):
 
 
 def test_tag_cache_key_derives_the_modules_that_decide_a_tag(tmp_path) -> None:
-    from inductor_perf.tag_store import tag_sources
+    from inductor_perf.tagging.store import tag_sources
 
     pkg = _package_copy(tmp_path)
     files = set(tag_sources(str(pkg)))
-    # kernel_io.py (every generated kernel's bytes) was missing from the hand-kept list
-    assert {"kernel_io.py", "costs.py", "module_paths.py", "tagging.py", "tags.py", "tag_store.py",
-            "backend.py"} <= files
-    assert "report.py" not in files and "__init__.py" not in files  # not every stage
+    # tagging/kernel_io.py (every generated kernel's bytes) was missing from the hand-kept list
+    assert {"tagging/kernel_io.py", "tagging/node_costs.py", "tagging/module_paths.py", "tagging/collector.py",
+            "model/tags.py", "tagging/store.py", "backend.py"} <= files
+    assert "report/text.py" not in files and "__init__.py" not in files  # not every stage
     # a module tagging starts to import is followed, also when imported inside a function
     (pkg / "new_rule.py").write_text("X = 1\n")
-    with open(pkg / "kernel_io.py", "a") as f:
-        f.write("\n\ndef _later():\n    from .new_rule import X\n    return X\n")
+    with open(pkg / "tagging" / "kernel_io.py", "a") as f:
+        f.write("\n\ndef _later():\n    from ..new_rule import X\n    return X\n")
     assert "new_rule.py" in tag_sources(str(pkg))
 
 
-@pytest.mark.parametrize("name", ["kernel_io.py", "costs.py", "module_paths.py", "tagging.py", "tags.py"])
+@pytest.mark.parametrize("name", ["tagging/kernel_io.py", "tagging/node_costs.py", "tagging/module_paths.py",
+                                  "tagging/collector.py", "model/tags.py"])
 def test_tag_cache_key_changes_with_one_byte(tmp_path, name: str) -> None:
-    from inductor_perf.tag_store import code_hash
+    from inductor_perf.tagging.store import code_hash
 
     pkg = _package_copy(tmp_path)
     before = code_hash(str(pkg))
@@ -395,7 +396,7 @@ def test_tag_cache_key_changes_with_one_byte(tmp_path, name: str) -> None:
 
 
 def test_tag_cache_key_changes_with_the_version(tmp_path) -> None:
-    from inductor_perf.tag_store import code_hash
+    from inductor_perf.tagging.store import code_hash
 
     pkg = _package_copy(tmp_path)
     before = code_hash(str(pkg))
@@ -406,6 +407,6 @@ def test_tag_cache_key_changes_with_the_version(tmp_path) -> None:
 
 def test_tag_cache_key_of_this_checkout_is_its_code_hash() -> None:
     import inductor_perf
-    from inductor_perf.tag_store import code_hash, tag_code_hash
+    from inductor_perf.tagging.store import code_hash, tag_code_hash
 
     assert tag_code_hash() == code_hash(os.path.dirname(inductor_perf.__file__))

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf import events as evs
-from inductor_perf import trace_format as tf
-from inductor_perf.augment import augment_file
-from inductor_perf.cost_args import device_from_trace
-from inductor_perf.roofs import tf32_kernel
-from inductor_perf.summary_files import summarize_file, summarize_trace
-from inductor_perf.summary_raw import with_costs
+from inductor_perf.model import events as evs
+from inductor_perf.traces import files as tf
+from inductor_perf.augment.core import augment_file
+from inductor_perf.augment.args import device_from_trace
+from inductor_perf.roofline.roofs import tf32_kernel
+from inductor_perf.summary.files import summarize_file, summarize_trace
+from inductor_perf.augment.in_memory import with_costs
 
 TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
 A100 = TRACES / "a100_ranks8_r3_control.json.gz"

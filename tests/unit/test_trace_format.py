@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from inductor_perf import trace_format as tf
-from inductor_perf import events as evs
+from inductor_perf.traces import files as tf
+from inductor_perf.model import events as evs
 from inductor_perf.errors import TraceFormatError
 
 EVENTS = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1.5, "dur": 2, "pid": 1, "tid": 1,
@@ -108,7 +108,7 @@ def test_missing_file_and_directory(tmp_path):
 def test_empty_trace_is_valid_but_warns(tmp_path, caplog):
     p = tmp_path / "e.json"
     p.write_text('{"traceEvents": []}')
-    with caplog.at_level(logging.WARNING, logger="inductor_perf.trace_format"):
+    with caplog.at_level(logging.WARNING, logger="inductor_perf.traces.files"):
         assert tf.load_trace(p) == {"traceEvents": []}
     assert "no events" in caplog.text
 

@@ -1,4 +1,4 @@
-"""The one writer (``trace_format.write_atomic``) and every command that writes through it: an output
+"""The one writer (``traces.files.write_atomic``) and every command that writes through it: an output
 is never an input (same path, symlink, hard link), never a device, fifo or directory; a symlink is
 written through; the mode is what ``open()`` gives under the umask; errors name the user's path."""
 
@@ -14,7 +14,7 @@ import stat
 import pytest
 
 from inductor_perf import cli
-from inductor_perf import trace_format as tf
+from inductor_perf.traces import files as tf
 from inductor_perf.errors import OutputError
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
@@ -169,11 +169,12 @@ def test_output_error_is_an_os_error():
 # --- the mode is open()'s under the umask -----------------------------------------------------------
 def _writers(tmp_path, monkeypatch):
     """Every writer, each as (name, function writing its files, the files it writes)."""
-    from inductor_perf import calibrate, tag_store
-    from inductor_perf.augment import augment_file
-    from inductor_perf.capture import process_trace
-    from inductor_perf.report_html import write_report
-    from inductor_perf.tags import GraphTags
+    from inductor_perf.devices import calibrate
+    from inductor_perf.tagging import store as tag_store
+    from inductor_perf.augment.core import augment_file
+    from inductor_perf.capture.session import process_trace
+    from inductor_perf.report.html import write_report
+    from inductor_perf.model.tags import GraphTags
 
     monkeypatch.setenv("INDUCTOR_PERF_CACHE_DIR", str(tmp_path / "cal"))
     monkeypatch.setattr(tag_store, "tags_dir", lambda: str(tmp_path / "tags"))
@@ -186,7 +187,7 @@ def _writers(tmp_path, monkeypatch):
         return [r.trace_path, r.summary_txt_path, r.summary_json_path, r.report_path]
 
     def ranks():  # rank 0's cross-rank summary of two ranks' traces
-        from inductor_perf.capture_ranks import write_cross_rank
+        from inductor_perf.ranks.after_capture import write_cross_rank
 
         (tmp_path / "ranks").mkdir()
         for r in (0, 1):
@@ -265,7 +266,7 @@ def test_report_of_a_directory_onto_one_of_its_traces_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("engine", ["full", "stream"])
 def test_augment_onto_input_through_a_symlink_refused(tmp_path, engine):
-    from inductor_perf.augment import augment_file
+    from inductor_perf.augment.core import augment_file
 
     src = tmp_path / "t.json.gz"
     shutil.copy(SHAPES_TRACE, src)
@@ -280,7 +281,7 @@ def test_augment_onto_input_through_a_symlink_refused(tmp_path, engine):
 @pytest.mark.parametrize("engine", ["full", "stream"])
 def test_augment_writes_through_a_symlink(tmp_path, engine):
     pytest.importorskip("orjson")
-    from inductor_perf.augment import augment_file
+    from inductor_perf.augment.core import augment_file
 
     (tmp_path / "d").mkdir()
     target = tmp_path / "d" / "aug.json.gz"
