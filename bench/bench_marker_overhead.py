@@ -15,7 +15,7 @@ import statistics
 import sys
 import time
 
-from inductor_perf.tagging.markers import wrap_callable
+from inductor_perf.tagging.instrument import wrap_callable
 from inductor_perf.model.tags import GraphTags
 
 

@@ -148,14 +148,14 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
 
 class _Ticker:
-    """Refreshes augment's stage line (:class:`augment.stream.Progress`: stderr, terminal only, after 2 s)
+    """Refreshes augment's stage line (:class:`augment.stream.progress.Progress`: stderr, terminal only, after 2 s)
     twice a second from a thread, for commands whose long steps report no fraction (summary, diff);
     the line is cleared at the end."""
 
     EVERY = 0.5
 
     def __init__(self) -> None:
-        from .augment.stream import Progress
+        from .augment.stream.progress import Progress
 
         self.stage = ""
         self.show = Progress(True)
@@ -233,7 +233,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     import os
 
-    from .comparison import diff_files
+    from .comparison.runner import diff_files
 
     with _Ticker() as tick:
         tick.stage = f"comparing {os.path.basename(args.a)} and {os.path.basename(args.b)}"
@@ -256,7 +256,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare_file
+    from .comparison.runner import compare_file
 
     # Compiling dominates the first run (tens of seconds on a small CPU): say what is happening.
     print(f"inductor-perf: profiling eager and compiled runs of {args.file} "

@@ -13,8 +13,8 @@ import functools
 import logging
 from typing import Any, Callable, Mapping
 
-from ..model import events as evs
 from ..costs.comm import comm_args
+from ..model import events as evs
 from ..model.event_cost import AugmentStats, EventCost
 
 log = logging.getLogger(__name__)

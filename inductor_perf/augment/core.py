@@ -15,10 +15,10 @@ import os
 from typing import TYPE_CHECKING, Any, Mapping
 
 from ..model import events as evs
+from ..model.event_cost import COST_SOURCES, AugmentStats, EventCost  # noqa: F401  (re-exported)
 from ..traces import files as tf
 from .args import augment_event, device_bandwidth
 from .args import device_from_trace as device_from_trace  # noqa: F401  (re-exported)
-from ..model.event_cost import COST_SOURCES, AugmentStats, EventCost  # noqa: F401  (re-exported)
 from .stream.progress import Progress
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -105,7 +105,7 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
     device defaults to the GPU named in the trace's ``deviceProperties``. ``engine`` picks how:
 
     - ``"full"``: load the whole trace as dicts, :func:`augment_trace`, save;
-    - ``"stream"``: :func:`inductor_perf.augment.stream.augment_file_stream` (needs orjson): parse events
+    - ``"stream"``: :func:`inductor_perf.augment.stream.engine.augment_file_stream` (needs orjson): parse events
       one at a time from the file's bytes, copy unchanged events' bytes, share the work with a
       forked worker for large files. It falls back to the full load whenever the file's layout is
       not the one it expects, and writes the same JSON;
@@ -133,9 +133,9 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
             engine = "full"  # let the full engine say what is wrong with the path
     try:
         if engine == "stream":
-            from . import stream as fastpath
+            from .stream import engine as stream_engine
 
-            result = fastpath.augment_file_stream(src, dst, device, show)
+            result = stream_engine.augment_file_stream(src, dst, device, show)
             if result is not None:
                 return _noted(result)
             log.info("%s: layout not the expected one; loading the whole trace", src)

@@ -16,9 +16,9 @@ from typing import Any
 import torch
 
 from .. import config as env
-from ..tagging import markers
-from .session import _Window, install, uninstall
 from ..model.tags import REGISTRY, GraphTags
+from ..tagging import instrument
+from .session import _Window, install, uninstall
 
 log = logging.getLogger(__name__)
 
@@ -230,8 +230,8 @@ def ensure_auto_capture() -> AutoCapture | None:
     if not out_dir:
         return None
     with _install_lock:
-        current = markers.CALL_HOOK.session
-        if isinstance(current, AutoCapture) or markers.CALL_HOOK.auto_armed:
+        current = instrument.CALL_HOOK.session
+        if isinstance(current, AutoCapture) or instrument.CALL_HOOK.auto_armed:
             return current if isinstance(current, AutoCapture) else None
         try:
             skip = env.get_int(env.SKIP_STEPS, DEFAULT_SKIP_STEPS)
@@ -240,7 +240,7 @@ def ensure_auto_capture() -> AutoCapture | None:
             log.warning("inductor_perf: %s; using the defaults", e)
             skip, steps = DEFAULT_SKIP_STEPS, DEFAULT_RECORD_STEPS
         session = AutoCapture(out_dir, skip, steps)
-        markers.CALL_HOOK.auto_armed = True
+        instrument.CALL_HOOK.auto_armed = True
         install(session)
         atexit.register(session.at_exit)
         return session

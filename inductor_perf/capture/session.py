@@ -40,8 +40,8 @@ from typing import Any, Iterator
 import torch
 
 from .. import config as env
-from ..tagging import markers
 from ..model.tags import REGISTRY, GraphTags
+from ..tagging import instrument
 
 log = logging.getLogger(__name__)
 
@@ -476,26 +476,21 @@ def _warn_unnamed_kernels() -> None:
 def install(session: Any) -> None:
     """Make ``session`` the one graph calls report to; the one it covers comes back at
     :func:`uninstall` (an explicit ``profile()`` block inside an env-var capture)."""
-    markers.CALL_HOOK.install(session)
+    instrument.CALL_HOOK.install(session)
 
 
 def uninstall(session: Any) -> None:
-    markers.CALL_HOOK.uninstall(session)
+    instrument.CALL_HOOK.uninstall(session)
 
 
 def finish_waiting_windows() -> None:
     """Stop and write an env-var window that has ended and only waits for a safe point to stop
     (see :class:`~inductor_perf.capture.auto.AutoCapture`), when it belongs to this thread: a
     profiler about to start here, outside any compiled call, would find it still running."""
-    for session in markers.CALL_HOOK.sessions():
+    for session in instrument.CALL_HOOK.sessions():
         finish = getattr(session, "finish_waiting", None)
         if finish is not None:
             finish()
-
-
-def capture_requested() -> bool:
-    """True when compiles should name their CPU kernels in traces (a capture is configured)."""
-    return bool(env.get_str(env.TRACE_DIR)) or markers.CALL_HOOK.active()
 
 
 class profile:

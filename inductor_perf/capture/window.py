@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from ..model import events as evs
-from ..tagging.markers import MARKER_PREFIX
+from ..model.markers import MARKER_PREFIX
 
 STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 _TRACE_CAT = "trace"  # Kineto's own span of the profiler's run (summaries ignore it)

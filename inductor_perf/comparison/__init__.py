@@ -34,16 +34,7 @@ exactly, and "(unattributed)" is never negative.
 
 Stages: ``units`` (a trace cut into units), ``kernels`` (kernels, whose they are, the time units
 cover), ``rows`` (two traces' units joined into rows; the fusion map), ``sides`` (a file reduced to
-aggregated units, streamed when large), ``runner`` (running the model, the entry points). Text,
-markdown and JSON rendering is in :mod:`inductor_perf.report.text`.
+aggregated units, streamed when large), ``runner`` (running the model, the entry points: ``compare``,
+``compare_file``, ``diff_files``, ``diff_traces``), ``eager`` (the module, phase and step ranges of eager runs). Text, markdown and
+JSON rendering is in :mod:`inductor_perf.report.text`.
 """
-
-from ..report.text import UNATTRIBUTED
-from .rows import Comparison, compare_units
-from .runner import compare, compare_file, diff_files, diff_traces, load_model_file
-from .units import GRAD_ACCUM, OUTSIDE_MODEL, RUNTIME, trace_units
-
-__all__ = [
-    "GRAD_ACCUM", "OUTSIDE_MODEL", "RUNTIME", "UNATTRIBUTED", "Comparison", "compare", "compare_file",
-    "compare_units", "diff_files", "diff_traces", "load_model_file", "trace_units",
-]

@@ -30,8 +30,8 @@ import bisect
 from collections import defaultdict
 from typing import Any, Generic, Iterable, Mapping, Sequence, TypeVar
 
+from ..costs.launch import id_key
 from ..model import events as evs
-from ..costs.launch import _k
 
 HOST_EVENT, DEVICE_EVENT, LAUNCH_EVENT, OTHER_EVENT = 1, 2, 3, 0
 """What a comparison side keeps of an event, by its category (:func:`category_kind`)."""
@@ -66,8 +66,8 @@ def category_kind(cat: str) -> int:
 
 
 def correlation_key(corr: Any) -> Any:
-    """The key a launch and its device events are matched on (the cost join's, ``costs.launch._k``)."""
-    return _k(corr)
+    """The key a launch and its device events are matched on (the cost join's, ``costs.launch.id_key``)."""
+    return id_key(corr)
 
 
 def cpu_kernels(threads: dict[tuple[Any, Any], list[tuple[dict, float, float]]]
@@ -76,14 +76,14 @@ def cpu_kernels(threads: dict[tuple[Any, Any], list[tuple[dict, float, float]]]
     summary chooses them (:func:`inductor_perf.summary.kernels.select_kernels` of a trace without
     device events): ``(thread, event, ts, dur)`` each, the event's args as the summary reads them (an
     outermost eager op with the summed costs of the costed ops inside it)."""
-    from ..summary.kernels import _Ev, select_kernels
+    from ..summary.kernels import ParsedEvent, select_kernels
 
-    parsed: list[_Ev] = []
+    parsed: list[ParsedEvent] = []
     source: dict[int, tuple[tuple[Any, Any], dict]] = {}
     for key, items in threads.items():
         for ev, ts, dur in items:
             if dur > 0:  # the summary's reading: an event without a duration is no kernel
-                e = _Ev(ev["name"], ev.get("cat") or "", key[0], key[1], ts, dur, evs.event_args(ev))
+                e = ParsedEvent(ev["name"], ev.get("cat") or "", key[0], key[1], ts, dur, evs.event_args(ev))
                 source[id(e)] = (key, ev)
                 parsed.append(e)
     # a kernel's args as the summary reads them: an eager op carries the costs of the ops inside it
@@ -233,7 +233,7 @@ def ops_by_external_id(ops: Iterable[tuple[Any, Any, Any, float]]) -> dict[Any, 
     out: dict[Any, tuple[Any, Any, float]] = {}
     dup: set[Any] = set()
     for ext, pid, tid, ts in ops:
-        k = _k(ext)
+        k = id_key(ext)
         if k in out or k in dup:
             dup.add(k)
             out.pop(k, None)

@@ -11,8 +11,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from ..model import events as evs
 from ..errors import InductorPerfError
+from ..model import events as evs
 from ..report.text import format_comparison
 from .units import NO_KEY, OTHER_PHASE, SPECIAL_KEYS, VIEW_OPS, TraceUnits, Unit
 

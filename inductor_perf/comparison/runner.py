@@ -14,12 +14,12 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ..traces import files as tf
 from ..errors import InductorPerfError
 from ..model.event_cost import EventCost
+from ..model.tags import aten_op_name
 from ..report.text import UNATTRIBUTED
 from ..summary.steps import median
-from ..model.tags import aten_op_name
+from ..traces import files as tf
 from .rows import Comparison, compare_units
 from .sides import ENGINES, costed_units, two_sides
 from .units import VIEW_OPS, trace_units

@@ -97,20 +97,20 @@ def _large(path: str) -> bool:
 def _streamed_side(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None] | None:
     """:func:`side_of_file` in one pass over the file's windows; None when the streaming engine
     does not take the file."""
-    from ..summary.stream.engine import _Layout
+    from ..summary.stream.engine import LayoutError
 
-    if tf._orjson() is None:
+    if tf.orjson_or_none() is None:
         return None
     try:
         return _stream(path, kernels)
-    except _Layout as e:
+    except LayoutError as e:
         log.info("%s: not streamed (%s)", path, e or "layout")
         return None
 
 
 def _stream(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None]:
     from ..costs.from_shapes import CostJoin
-    from ..summary.stream.engine import Windows, _read_batch, mapped_text
+    from ..summary.stream.engine import Windows, read_window_batch, mapped_text
 
     with mapped_text(path) as raw, tf.gc_paused():
         windows = Windows(raw, path, typed=True)
@@ -120,7 +120,7 @@ def _stream(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None]:
         i = 0
         for batch in windows:
             # the summary's fused loop: the cost join sees every event, _Kept what units read
-            i = _read_batch(batch, i, join, kept, routes, windows)
+            i = read_window_batch(batch, i, join, kept, routes, windows)
         batch = None  # the last window, freed before the costs are placed
         note = _with_bad_time(_place_costs(join, kept, i, windows.header or {}), kept.bad_time)
         launches, by_ext = _launch_places(join, kept.device)
@@ -261,10 +261,10 @@ def _place_costs(join: Any, kept: _Kept, n_events: int, header: dict) -> str | N
     peaks on device events only) and return its note. Only the events kept are costed, and only with
     the args a side reads (:func:`_read_args`)."""
     from ..augment.args import device_from_trace
-    from ..summary.stream.finish import _costs
+    from ..summary.stream.finish import pass_costs
 
-    seen = SimpleNamespace(costed=kept.costed, total=n_events)  # what _costs reads of the summary's pass
-    costs, _, note, apply = _costs(seen, join, header)
+    seen = SimpleNamespace(costed=kept.costed, total=n_events)  # what pass_costs reads of the summary's pass
+    costs, _, note, apply = pass_costs(seen, join, header)
     if not apply:
         return note
     device = device_from_trace(header)[0] if kept.device else None

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from ..model import events as evs
+from ..model.markers import MARKER_PREFIX, parse_marker
 from ..traces import files as tf
 from .eager import parse_module_range, parse_phase_range, parse_step_range
-from ..tagging.markers import MARKER_PREFIX, parse_marker
 from .kernels import (EVAL_FN, Device, Places, SideEvents, autograd_threads, clip, combine_costs, correlation_key,
                       cpu_kernels, kernel_cost, merge, ops_by_external_id)
 

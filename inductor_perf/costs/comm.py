@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ..model import events as evs
+from ..model.event_cost import CommCost
 from .ops.formulas import parse_dtype_name
 
 # Kernel names NCCL and RCCL give their collective kernels ("ncclKernel_AllReduce_RING_LL_Sum_float",
@@ -48,19 +49,6 @@ _KERNEL_NAME = re.compile(r"^(?:void\s+)?(?:nccl(?:Dev)?Kernel|rccl)", re.IGNORE
 _NAME_OPS = (("allreduce", "all_reduce"), ("reducescatter", "reduce_scatter"), ("allgather", "all_gather"),
              ("alltoall", "all_to_all"), ("sendrecv", "send_recv"), ("broadcast", "broadcast"),
              ("reduce", "reduce"), ("send", "send"), ("recv", "recv"))
-
-BUS_FACTORS = {
-    "all_reduce": lambda n: 2 * (n - 1) / n,
-    "all_gather": lambda n: (n - 1) / n,
-    "reduce_scatter": lambda n: (n - 1) / n,
-    "all_to_all": lambda n: (n - 1) / n,
-    "broadcast": lambda n: 1.0,
-    "reduce": lambda n: 1.0,
-    "send": lambda n: 1.0,
-    "recv": lambda n: 1.0,
-    "send_recv": lambda n: 1.0,
-}
-"""busbw / algbw per collective for n ranks (nccl-tests' PERFORMANCE.md, "Summary")."""
 
 # c10::ScalarType names (record_param_comms' ``dtype``) -> bytes per element.
 _SCALAR_TYPE_SIZES = {
@@ -91,26 +79,6 @@ class CommInfo:
     """The input's bytes when S needs the group size (an ``nccl:all_gather`` input is one chunk)."""
     group_size: int | None = None
     pg_name: str | None = None
-
-
-@dataclass(frozen=True)
-class CommCost:
-    """A collective kernel's message: the collective, S in bytes, the group size and where the
-    size came from ("kernel", "record_param_comms", "nccl_annotation") and the group size
-    ("args", "pg_config", "world_size")."""
-
-    op: str
-    nbytes: int
-    group_size: int | None
-    size_source: str
-    group_source: str | None = None
-
-    @property
-    def bus_factor(self) -> float | None:
-        """busbw / algbw (None: unknown collective or group size)."""
-        f = BUS_FACTORS.get(self.op)
-        n = self.group_size
-        return f(n) if f is not None and n is not None and n >= 1 else None
 
 
 def is_comm_kernel(name: Any) -> bool:

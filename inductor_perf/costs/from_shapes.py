@@ -17,15 +17,15 @@ from array import array
 from typing import Any, Callable, Mapping
 
 from ..model import events as evs
-from .comm import ANNOTATION_PREFIX, RPC_NAME, CommInfo, from_annotation, from_args, is_comm_kernel, normalize_op
-from .placing import Label, Placer
 from ..model.event_cost import AugmentStats, EventCost
 from ..model.events import COST_SOURCE, KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, number
-from .launch import KERNEL, LaunchIndex, add_rebased, shifted
-from .ops.formulas import NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
-from .ops.fbgemm import TBE_PREFIXES, embedding_backward_key, embedding_forward_key, paired_backward_cost
-from .ops.meta import PENDING, op_cost_or_reason, wants_cost
 from ..traces.files import validate_trace
+from .comm import ANNOTATION_PREFIX, RPC_NAME, CommInfo, from_annotation, from_args, is_comm_kernel, normalize_op
+from .launch import KERNEL, LaunchIndex, add_rebased, shifted
+from .ops.fbgemm import TBE_PREFIXES, embedding_backward_key, embedding_forward_key, paired_backward_cost
+from .ops.formulas import NO_SHAPES, UNKNOWN_DTYPE, UNKNOWN_OP, OpCost
+from .ops.meta import PENDING, op_cost_or_reason, wants_cost
+from .placing import Label, Placer
 
 
 def warm_up() -> None:

@@ -2,7 +2,7 @@
 markers -> KernelTag -> EventCost (the cost keeps the tag it came from).
 
 Each compiled-graph call is wrapped in a marker event naming the graph instance (and, under
-dynamic shapes, the call's size-symbol values; see :mod:`inductor_perf.tagging.markers`). Inside a marker,
+dynamic shapes, the call's size-symbol values; see :mod:`inductor_perf.model.markers`). Inside a marker,
 on the same thread, the kernel events are the outermost events whose names are the graph's tag
 ``profiler_name``s; the k-th event of a name is the k-th call site of that name. GPU tags pass
 their cost on to the device kernels launched from inside that event (``correlation``; see
@@ -20,9 +20,9 @@ from typing import Any, Callable, Mapping
 
 from ..model.event_cost import EventCost, JoinStats
 from ..model.events import DEVICE_CATS, event_time, is_device_side, nest_threads
-from .launch import GRAPH_LAUNCHES, launched_device_events, replayed_kernels
-from ..tagging.markers import MARKER_PREFIX, parse_marker
+from ..model.markers import MARKER_PREFIX, parse_marker
 from ..model.tags import GraphTags, KernelTag
+from .launch import GRAPH_LAUNCHES, launched_device_events, replayed_kernels
 
 
 def _dtype(tag: KernelTag) -> Any:

@@ -69,7 +69,7 @@ def _key(v: Any) -> Any:
     return v if isinstance(v, (str, int, float)) else repr(v)
 
 
-def _k(v: Any) -> Any:
+def id_key(v: Any) -> Any:
     """:func:`_key` with a shortcut for the str / int ids of parsed JSON."""
     t = type(v)
     return v if t is int or t is str else _key(v)
@@ -78,7 +78,7 @@ def _k(v: Any) -> Any:
 def _loc(ev: dict) -> tuple[Any, Any, float] | None:
     """Where an event is: (pid, tid, ts) as :meth:`LaunchIndex.index` keys them, or None without a ts."""
     ts = number(ev.get("ts"))
-    return None if ts is None else (_k(ev.get("pid")), _k(ev.get("tid")), ts)
+    return None if ts is None else (id_key(ev.get("pid")), id_key(ev.get("tid")), ts)
 
 
 class _Flows:
@@ -104,7 +104,7 @@ _CAT_KIND: dict[str, int] = {}
 _COPY_CATS = DEVICE_CATS - KERNEL_CATS
 
 
-def _cat_kind(cat: Any) -> int:
+def kind_of_category(cat: Any) -> int:
     """The kind of category ``cat`` (matched lower-cased), remembered for the few that traces use."""
     if not isinstance(cat, str):
         return NONE
@@ -262,7 +262,7 @@ class LaunchIndex:
         cat = ev.get("cat")
         kind = _CAT_KIND.get(cat) if type(cat) is str else None
         if kind is None:
-            kind = _cat_kind(cat)
+            kind = kind_of_category(cat)
         if kind < 0:
             return None
         args = ev.get("args")
@@ -270,7 +270,7 @@ class LaunchIndex:
             args = args if isinstance(args, dict) else {}
         if kind == KERNEL or kind == COPY:
             corr = args.get("correlation")
-            self.kernels[i] = (_k(corr) if corr is not None else None, args.get("External id"), dur)
+            self.kernels[i] = (id_key(corr) if corr is not None else None, args.get("External id"), dur)
             if kind == COPY:
                 self.copies[i] = copy_of(ev.get("name"), args)
                 return None
@@ -291,7 +291,7 @@ class LaunchIndex:
         if kind == RUNTIME:
             corr = args.get("correlation")
             if corr is not None:
-                self.runtime_by_corr[_k(corr)] = i
+                self.runtime_by_corr[id_key(corr)] = i
             name = ev.get("name")
             if type(name) is str and name in GRAPH_LAUNCHES:
                 self.graph_launches.add(i)
@@ -307,7 +307,7 @@ class LaunchIndex:
             self.stats.cpu_ops += 1
             ext = args.get("External id")
             if ext is not None:
-                k = _k(ext)
+                k = id_key(ext)
                 if k in self.ext_to_op:
                     self.dup_ext.add(k)
                     self.stats.duplicate_external_ids += 1
@@ -381,9 +381,9 @@ class LaunchIndex:
             if loc is None:
                 continue
             if ev.get("ph") == "s":
-                flows.start[_k(ev.get("id"))] = loc
+                flows.start[id_key(ev.get("id"))] = loc
             else:
-                flows.finish[loc] = _k(ev.get("id"))
+                flows.finish[loc] = id_key(ev.get("id"))
         is_scope, by_loc = self.is_scope, flows.runtime_by_loc
         for (pid, tid), (starts, _negdur, index) in self.by_thread.items():
             for ts, i in zip(starts, index):

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
+from ..devices.spec import TF32
 from ..model import events as evs
-from .comm import RPC_NAME, CommInfo, comm_cost
 from ..model.event_cost import EventCost
+from ..roofline.roofs import tf32_kernel
+from .comm import RPC_NAME, CommInfo, comm_cost
 from .launch import copy_cost
 from .ops.formulas import NO_SHAPES, UNKNOWN_OP
-from ..devices.spec import TF32
-from ..roofline.roofs import tf32_kernel
 
 if TYPE_CHECKING:  # pragma: no cover
     from .from_shapes import CostJoin

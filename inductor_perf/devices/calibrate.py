@@ -23,10 +23,10 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 from .. import config
-from .cpu_caches import CacheLevel, read_caches
-from .cpu_peaks import cpu_model_name
 from ..errors import DeviceSpecError, InductorPerfError
 from ..traces.files import write_atomic
+from .cpu_caches import CacheLevel, read_caches
+from .cpu_peaks import cpu_model_name
 
 log = logging.getLogger(__name__)
 

@@ -26,8 +26,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .cpu_peaks import _clock_ghz, _cpuinfo_blocks, _identify, _physical_cores, _vector_isa
 from ..errors import DeviceSpecError
+from .cpu_peaks import _clock_ghz, _cpuinfo_blocks, _identify, _physical_cores, _vector_isa
 
 log = logging.getLogger(__name__)
 

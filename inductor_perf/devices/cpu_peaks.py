@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .table import BF16, F16, F32, F64, I8, DeviceSpec, PeakKey, _peaks
 from ..errors import DeviceSpecError
+from .table import BF16, F16, F32, F64, I8, DeviceSpec, PeakKey, _peaks
 
 # Rough stand-in for DRAM bandwidth when nothing better is known: ~8 GB/s per core in use sits
 # between a desktop (2 channels DDR4-3200 = 51 GB/s for 6-8 cores) and a server socket (8-12

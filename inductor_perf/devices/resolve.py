@@ -28,12 +28,12 @@ import torch
 
 from . import calibrate
 from .. import config
+from ..errors import DeviceSpecError
 from .cpu_caches import estimate_roofs, read_caches
 from .cpu_peaks import cpu_model_name, current_cpu_spec, read_cpuinfo, read_max_freq_khz
 from .table import (BF16, DEVICE_TABLE, F16, F32, I8, PEAK_SOURCES, TF32, DeviceSpec, PeakKey, _peaks, _tokens,
                     dtype_name, matmul_peak_tflops, tf32_enabled, vector_peak_tflops)
 from .table import lookup as lookup_device
-from ..errors import DeviceSpecError
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,6 @@
-"""The contract between the joins and augmentation: what one event cost (``EventCost``) and the
-counts each stage reports (``JoinStats``, ``AugmentStats``). A leaf: it imports nothing of ours."""
+"""The contract between the joins and augmentation: what one event cost (``EventCost``; a collective's
+message, ``CommCost``) and the counts each stage reports (``JoinStats``, ``AugmentStats``). A leaf: it
+imports nothing of ours."""
 
 from __future__ import annotations
 
@@ -9,10 +10,42 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     import torch
 
-    from ..costs.comm import CommCost
     from .tags import KernelTag
 
 COST_SOURCES = ("tag", "shapes", "triton")
+
+BUS_FACTORS = {
+    "all_reduce": lambda n: 2 * (n - 1) / n,
+    "all_gather": lambda n: (n - 1) / n,
+    "reduce_scatter": lambda n: (n - 1) / n,
+    "all_to_all": lambda n: (n - 1) / n,
+    "broadcast": lambda n: 1.0,
+    "reduce": lambda n: 1.0,
+    "send": lambda n: 1.0,
+    "recv": lambda n: 1.0,
+    "send_recv": lambda n: 1.0,
+}
+"""busbw / algbw per collective for n ranks (nccl-tests' PERFORMANCE.md, "Summary")."""
+
+
+@dataclass(frozen=True)
+class CommCost:
+    """A collective kernel's message: the collective, S in bytes, the group size and where the
+    size came from ("kernel", "record_param_comms", "nccl_annotation") and the group size
+    ("args", "pg_config", "world_size")."""
+
+    op: str
+    nbytes: int
+    group_size: int | None
+    size_source: str
+    group_source: str | None = None
+
+    @property
+    def bus_factor(self) -> float | None:
+        """busbw / algbw (None: unknown collective or group size)."""
+        f = BUS_FACTORS.get(self.op)
+        n = self.group_size
+        return f(n) if f is not None and n is not None and n >= 1 else None
 
 
 @dataclass(frozen=True)
@@ -46,7 +79,7 @@ class EventCost:
     """The roof ``achieved_bandwidth_pct`` is measured against when it is not the device memory:
     "host_link" (HtoD / DtoH copies), "interconnect" (peer copies, collectives); "hbm" for the
     copies and memsets that go through device memory. None: HBM, not written (every kernel)."""
-    comm: "CommCost | None" = None
+    comm: CommCost | None = None
     """A collective kernel's message (:mod:`inductor_perf.costs.comm`): the event then gets the
     collective's args instead of FLOPs and bytes."""
     bound: str | None = None

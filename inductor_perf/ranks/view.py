@@ -34,10 +34,10 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..costs import comm as comm_costs
 from ..model import events as evs
+from ..model.event_cost import BUS_FACTORS
 from ..model.kernel_kinds import KIND_COLLECTIVE
-from ..summary.rows import Summary, _g, _pct, _r
+from ..summary.rows import Summary, six_digits, percent, rounded
 
 STRAGGLER_MIN_PCT = 5.0
 """The least lead (% of the median step) at which the rank with the least collective time is named."""
@@ -255,10 +255,10 @@ def _rank_row(i: RankInput, per_step: bool) -> RankRow:
         n, step = 0, s.wall_us
         compute, comm, exposed = (c.compute_us, c.comm_us, c.exposed_comm_us) if c else (s.busy_us, 0.0, 0.0)
         idle = max(0.0, step - compute - exposed)
-    return RankRow(rank=i.rank, file=i.file.rsplit("/", 1)[-1], steps=n, step_us=_r(step),  # type: ignore[arg-type]
-                   busy_pct=s.busy_pct, compute_us=_r(compute), comm_us=_r(comm), exposed_comm_us=_r(exposed),
-                   idle_us=_r(idle), compute_pct=_pct(compute, step), exposed_comm_pct=_pct(exposed, step),
-                   idle_pct=_pct(idle, step), collectives=c.source if c else "none")
+    return RankRow(rank=i.rank, file=i.file.rsplit("/", 1)[-1], steps=n, step_us=rounded(step),  # type: ignore[arg-type]
+                   busy_pct=s.busy_pct, compute_us=rounded(compute), comm_us=rounded(comm), exposed_comm_us=rounded(exposed),
+                   idle_us=rounded(idle), compute_pct=percent(compute, step), exposed_comm_pct=percent(exposed, step),
+                   idle_pct=percent(idle, step), collectives=c.source if c else "none")
 
 
 def _divisor(row: RankRow) -> int:
@@ -278,8 +278,8 @@ def _kernel_spread(inputs: list[RankInput], rows: dict[int, RankRow]) -> list[Ke
     for name, per in times.items():
         vals = [(per.get(r, 0.0), r) for r in ranks]
         lo, hi = min(vals), max(vals, key=lambda v: (v[0], -v[1]))  # type: ignore[type-var]
-        out.append(KernelSpread(name, kinds[name], len(per), _r(lo[0]), _r(statistics.median(v for v, _ in vals)),
-                                _r(hi[0]), hi[1], lo[1]))  # type: ignore[arg-type]
+        out.append(KernelSpread(name, kinds[name], len(per), rounded(lo[0]), rounded(statistics.median(v for v, _ in vals)),
+                                rounded(hi[0]), hi[1], lo[1]))  # type: ignore[arg-type]
     out.sort(key=lambda k: (-(k.max_us - k.min_us), k.name))
     return out[:TOP]
 
@@ -301,19 +301,19 @@ def _collectives(inputs: list[RankInput], rows: dict[int, RankRow], world: int |
             sized_us = sum(r.total_us for r in sized)
             algbw = nbytes / (sized_us * 1e3) if sized and sized_us > 0 else None
             group = next((r.group_size for r in rs if r.group_size), None) or world
-            factor = comm_costs.BUS_FACTORS.get(op)
+            factor = BUS_FACTORS.get(op)
             sizes = sorted(r.comm_bytes for r in sized for _ in range(r.count))
             out.setdefault(op, []).append(CollectiveRank(
-                op=op, rank=i.rank, calls=_r(sum(r.count for r in rs) / d),  # type: ignore[arg-type]
-                median_bytes=sizes[len(sizes) // 2] if sizes else None, time_us=_r(sum(r.total_us for r in rs) / d),
-                algbw_gbps=_g(algbw), busbw_gbps=_g(algbw * factor(group)) if algbw and factor and group else None,
+                op=op, rank=i.rank, calls=rounded(sum(r.count for r in rs) / d),  # type: ignore[arg-type]
+                median_bytes=sizes[len(sizes) // 2] if sizes else None, time_us=rounded(sum(r.total_us for r in rs) / d),
+                algbw_gbps=six_digits(algbw), busbw_gbps=six_digits(algbw * factor(group)) if algbw and factor and group else None,
                 wait_us=None))
     flat = []
     for op, per in sorted(out.items(), key=lambda kv: -sum(r.time_us for r in kv[1])):
         if len(per) == len(inputs) and len({r.calls for r in per}) == 1:
             least = min(r.time_us for r in per)
             for r in per:
-                r.wait_us = _r(r.time_us - least)
+                r.wait_us = rounded(r.time_us - least)
         flat.extend(sorted(per, key=lambda r: r.rank))
     return flat
 
@@ -325,7 +325,7 @@ def _deltas(mine: dict[str, float], others: list[dict[str, float]], n: int = 5) 
     for key in mine:
         d = mine[key] - statistics.median(o.get(key, 0.0) for o in others)
         if d > 0:
-            out.append((key, _r(d)))
+            out.append((key, rounded(d)))
     out.sort(key=lambda kv: (-kv[1], kv[0]))
     return out[:n]  # type: ignore[return-value]
 
@@ -351,7 +351,7 @@ def find_straggler(inputs: list[RankInput], rows: dict[int, RankRow]) -> tuple[S
     lead = others_comm - comm[slow.rank]
     step = statistics.median(r.step_us for r in rows.values())
     per = "step" if rows[slow.rank].steps else "window"  # type: ignore[index]
-    if lead <= 0 or _pct(lead, step) is None or _pct(lead, step) < STRAGGLER_MIN_PCT:  # type: ignore[operator]
+    if lead <= 0 or percent(lead, step) is None or percent(lead, step) < STRAGGLER_MIN_PCT:  # type: ignore[operator]
         return None, (f"no rank stands out: the rank with the least collective time (rank {slow.rank}) spends "
                       f"{lead / 1e3:.3g} ms per {per} less in them than the others' median, under "
                       f"{STRAGGLER_MIN_PCT:g} % of the median {per} ({step / 1e3:.3g} ms)")
@@ -360,9 +360,9 @@ def find_straggler(inputs: list[RankInput], rows: dict[int, RankRow]) -> tuple[S
     theirs = [_compute_maps(i, _divisor(rows[i.rank])) for i in others]  # type: ignore[index]
     row = rows[slow.rank]  # type: ignore[index]
     st = Straggler(
-        rank=slow.rank, lead_us=_r(lead), comm_us=_r(comm[slow.rank]), others_comm_us=_r(others_comm),  # type: ignore[arg-type]
-        compute_delta_us=_r(row.compute_us - statistics.median(rows[i.rank].compute_us for i in others)),  # type: ignore[index]
-        idle_delta_us=_r(row.idle_us - statistics.median(rows[i.rank].idle_us for i in others)),  # type: ignore[index]
+        rank=slow.rank, lead_us=rounded(lead), comm_us=rounded(comm[slow.rank]), others_comm_us=rounded(others_comm),  # type: ignore[arg-type]
+        compute_delta_us=rounded(row.compute_us - statistics.median(rows[i.rank].compute_us for i in others)),  # type: ignore[index]
+        idle_delta_us=rounded(row.idle_us - statistics.median(rows[i.rank].idle_us for i in others)),  # type: ignore[index]
         kernels=_deltas(mine[0], [t[0] for t in theirs]), modules=_deltas(mine[1], [t[1] for t in theirs]),
         lines=_deltas(mine[2], [t[2] for t in theirs]), idle_hosts=_deltas(mine[3], [t[3] for t in theirs]))
     return st, (f"rank {slow.rank} arrives last at collectives: it spends {lead / 1e3:.3g} ms less per {per} in "
@@ -503,8 +503,8 @@ def run_row(i: RankInput, why: str) -> RunRow:
     return RunRow(file=i.file.rsplit("/", 1)[-1], why=why, rank=rank,
                   world_size=dist.get("world_size") if isinstance(dist.get("world_size"), int) else None,
                   device=s.peak.device, kernel_definition=s.kernel_definition, steps=len(s.steps),
-                  step_us=_r(sum(r.dur_us for r in s.steps) / len(s.steps)) if s.steps else None,
-                  window_us=_r(s.wall_us), busy_pct=s.busy_pct, kernels=s.kernel_count, flop=s.flop,
+                  step_us=rounded(sum(r.dur_us for r in s.steps) / len(s.steps)) if s.steps else None,
+                  window_us=rounded(s.wall_us), busy_pct=s.busy_pct, kernels=s.kernel_count, flop=s.flop,
                   achieved_tflops=s.achieved_tflops, flops_pct_of_peak=s.flops_pct_of_peak,
                   peak_dtype=s.peak.dtype if s.peak.peak_tflops is not None else None,
                   top_kernel=top.name if top else None, top_kernel_busy_pct=top.share_of_busy_pct if top else None)

@@ -23,8 +23,8 @@ import os
 from typing import Any, Callable, Iterable, Iterator
 
 from . import text as rp
-from .html_tables import KernelView, comparison_html, esc, kernel_table, summary_tables, uncharted_table
 from ..roofline.roofs import MATRIX_KINDS, Roofs, place, roofs_for
+from .html_tables import KernelView, comparison_html, esc, kernel_table, summary_tables, uncharted_table
 
 log = logging.getLogger(__name__)
 
@@ -195,7 +195,7 @@ def render_report(source: Any, *, device: Any = None, title: str | None = None, 
 
     ``device``: a DeviceSpec whose roofs to draw (default: the trace's own, as ``summary`` finds
     it). ``summary``: a Summary already computed for ``source`` (a capture passes its own, so
-    nothing is summarized twice). ``comparison``: a :class:`inductor_perf.comparison.Comparison` to
+    nothing is summarized twice). ``comparison``: a :class:`inductor_perf.comparison.rows.Comparison` to
     show with its fusion map. ``stage`` is told what is being done (a progress line).
     Raises InductorPerfError (one line) when ``source`` holds no readable trace.
     """

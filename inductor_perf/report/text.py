@@ -461,7 +461,7 @@ _ROOT_MODULE = "(root module)"
 
 
 def format_comparison(c: Any, fmt: str = "text") -> str:
-    """Render a :class:`inductor_perf.comparison.Comparison` as text, markdown or (strict) JSON.
+    """Render a :class:`inductor_perf.comparison.rows.Comparison` as text, markdown or (strict) JSON.
 
     Text and markdown: headline step times, one table per phase, the totals (rows + unattributed =
     measured step time), the fusion map and the notes.

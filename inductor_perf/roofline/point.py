@@ -34,6 +34,12 @@ DEFAULT_LATENCY_PCT = 25.0
 DEFAULT_LATENCY_US = 10.0
 DEFAULT_LATENCY_BYTES = 1 << 20
 
+# Where an inline copy of classify's arithmetic (augment.stream.render.binding_roof / args_inline, the
+# streaming summary's sums in summary.stream.finish) gives classify's answer, as the fast paths check
+# before taking it: FLOP and byte counts below INLINE_INT_LIMIT, durations and peaks within INLINE_RANGE.
+INLINE_INT_LIMIT = 1 << 53  # below this every int converts to float exactly
+INLINE_RANGE = (1e-6, 1e12)  # durations (µs) and peaks (TFLOP/s, GB/s) the inline roofline takes
+
 
 @dataclass(frozen=True)
 class RooflinePoint:

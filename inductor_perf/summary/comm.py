@@ -9,7 +9,7 @@ in-memory summary (:func:`inductor_perf.summary.core.summarize`) and the streami
 Which events are collectives:
 
 - **device** (NCCL / RCCL): the kernels of kind ``collective`` (:mod:`.kernel_kinds`), sized by the
-  ``comm_op`` / ``comm_bytes`` / ``group_size`` args costing wrote (:mod:`.comm_costs`);
+  ``comm_op`` / ``comm_bytes`` / ``group_size`` args costing wrote (:mod:`inductor_perf.costs.comm`);
 - **host** (gloo, CPU runs): without device collectives, the ``gloo:<collective>`` annotations that
   gloo records around each collective on its worker thread, sized from their ``Input Dims`` /
   ``Input type`` as an ``nccl:*`` annotation is. The span covers the whole collective, its waiting
@@ -30,9 +30,10 @@ from typing import Iterable
 
 from ..costs import comm as comm_costs
 from ..model import events as evs
+from ..model.event_cost import BUS_FACTORS
 from ..model.kernel_kinds import KIND_COLLECTIVE
-from .kernels import _Ev, _num
-from .rows import _g, _r
+from .kernels import ParsedEvent, _num
+from .rows import six_digits, rounded
 from .steps import profiler_steps
 
 HOST_PREFIXES = ("gloo:",)
@@ -48,7 +49,7 @@ class CollectiveRow:
 
     op: str
     comm_bytes: int | None
-    """S per call (nccl-tests' definition, :mod:`.comm_costs`); None when unsized."""
+    """S per call (nccl-tests' definition, :mod:`inductor_perf.costs.comm`); None when unsized."""
     group_size: int | None
     count: int
     total_us: float
@@ -119,7 +120,7 @@ def _clip(spans: list[tuple[float, float]], starts: list[float], a: float,
     return [(max(s, a), min(e, b)) for s, e in spans[lo:hi] if min(e, b) > max(s, a)]
 
 
-def _host_collective(e: _Ev) -> tuple[str, int | None] | None:
+def _host_collective(e: ParsedEvent) -> tuple[str, int | None] | None:
     """(op, S) of a ``gloo:*`` annotation; None when it is not one."""
     if not e.name.startswith(HOST_PREFIXES) or evs.is_device_side(e.cat):
         return None
@@ -130,8 +131,8 @@ def _host_collective(e: _Ev) -> tuple[str, int | None] | None:
     return info.op, info.nbytes
 
 
-def _collectives(kernels: list[_Ev], kinds: dict[int, str],
-                 host_events: list[_Ev]) -> tuple[str, list[tuple[_Ev, str, int | None, int | None]]]:
+def _collectives(kernels: list[ParsedEvent], kinds: dict[int, str],
+                 host_events: list[ParsedEvent]) -> tuple[str, list[tuple[ParsedEvent, str, int | None, int | None]]]:
     """The collectives as (event, op, S, group size), and where they were found. ``kernels`` empty:
     none is a collective (the caller knows)."""
     found = []
@@ -150,7 +151,7 @@ def _collectives(kernels: list[_Ev], kinds: dict[int, str],
     return ("host" if found else "none"), found
 
 
-def _rows(found: list[tuple[_Ev, str, int | None, int | None]]) -> list[CollectiveRow]:
+def _rows(found: list[tuple[ParsedEvent, str, int | None, int | None]]) -> list[CollectiveRow]:
     groups: dict[tuple[str, int | None, int | None], list[float]] = {}
     for ev, op, size, group in found:
         groups.setdefault((op, size, group), []).append(ev.dur)
@@ -158,15 +159,15 @@ def _rows(found: list[tuple[_Ev, str, int | None, int | None]]) -> list[Collecti
     for (op, size, group), durs in groups.items():
         total = sum(durs)
         algbw = size * len(durs) / (total * 1e3) if size is not None and total > 0 else None
-        factor = comm_costs.BUS_FACTORS.get(op)
+        factor = BUS_FACTORS.get(op)
         busbw = algbw * factor(group) if algbw is not None and factor and group else None
-        rows.append(CollectiveRow(op, size, group, len(durs), _r(total), _r(min(durs)),
-                                  _r(statistics.median(durs)), _r(max(durs)), _g(algbw), _g(busbw)))
+        rows.append(CollectiveRow(op, size, group, len(durs), rounded(total), rounded(min(durs)),
+                                  rounded(statistics.median(durs)), rounded(max(durs)), six_digits(algbw), six_digits(busbw)))
     rows.sort(key=lambda r: (-r.total_us, r.op, r.comm_bytes or 0))
     return rows
 
 
-def _by_key(kernels: list[_Ev], kinds: dict[int, str], key: str, missing: str) -> dict[str, float]:
+def _by_key(kernels: list[ParsedEvent], kinds: dict[int, str], key: str, missing: str) -> dict[str, float]:
     acc: dict[str, float] = {}
     for k in kernels:
         if kinds.get(id(k)) == KIND_COLLECTIVE:
@@ -182,7 +183,7 @@ def _by_key(kernels: list[_Ev], kinds: dict[int, str], key: str, missing: str) -
 
 def _top(acc: dict[str, float]) -> dict[str, float]:
     top = sorted(acc.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_GROUPS]
-    return {name: _r(us) for name, us in top}
+    return {name: rounded(us) for name, us in top}
 
 
 @dataclass(frozen=True)
@@ -197,7 +198,7 @@ class ComputeSums:
     busy: float
 
 
-def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
+def comm_view(kernels: list[ParsedEvent], kinds: dict[int, str], host_events: list[ParsedEvent],
               window_start: float, known: ComputeSums | None = None) -> CommView:
     """The :class:`CommView` of one rank: ``kinds`` maps ``id(kernel)`` to its kind (the summary's
     totals), ``host_events`` hold the ``ProfilerStep#N`` ranges and any gloo annotations.
@@ -210,8 +211,8 @@ def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
                _merge((k.ts, k.end) for k in kernels if kinds.get(id(k)) != KIND_COLLECTIVE))
     comm_us, compute_us = _length(comm), (known.busy if known is not None else _length(compute))
     overlap = _intersection(comm, compute)
-    view = CommView(source=source, comm_us=_r(comm_us), exposed_comm_us=_r(comm_us - overlap),
-                    compute_us=_r(compute_us), active_us=_r(comm_us + compute_us - overlap),
+    view = CommView(source=source, comm_us=rounded(comm_us), exposed_comm_us=rounded(comm_us - overlap),
+                    compute_us=rounded(compute_us), active_us=rounded(comm_us + compute_us - overlap),
                     collectives=_rows(found),
                     compute_by_module=(_top(known.by_module) if known is not None else
                                        _by_key(kernels, kinds, evs.MODULE_PATH, "(no module)")),
@@ -222,7 +223,7 @@ def comm_view(kernels: list[_Ev], kinds: dict[int, str], host_events: list[_Ev],
     for st in steps:
         c, k = _clip(comm, comm_starts, st.ts, st.end), _clip(compute, compute_starts, st.ts, st.end)
         cu = _length(c)
-        view.step_comm_us.append(_r(cu))
-        view.step_exposed_us.append(_r(cu - _intersection(c, k)))
-        view.step_compute_us.append(_r(_length(k)))
+        view.step_comm_us.append(rounded(cu))
+        view.step_exposed_us.append(rounded(cu - _intersection(c, k)))
+        view.step_compute_us.append(rounded(_length(k)))
     return view

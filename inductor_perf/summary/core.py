@@ -29,15 +29,15 @@ from typing import Any, Mapping
 from ..model import events as evs
 from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET,
                                   KIND_OTHER, KINDS, kernel_kind)
+from ..roofline.roofs import Roofs
 from .comm import ComputeSums, comm_view
 from .coverage import coverage
 from .idle import WINDOW_BASES, busy_window, idle_tables, launching_threads
 from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX, KERNEL_DEFINITIONS,
-                      TraceKernels, _Ev, _num, _parse, headline_dtype, select_kernels)
-from ..roofline.roofs import Roofs
+                      TraceKernels, ParsedEvent, _num, _parse, headline_dtype, select_kernels)
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
+from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
 from .steps import median, slowest_step, step_rows
-from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, _g, _pct, _r
 
 __all__ = [
     "DEF_CPU_COMPILED", "DEF_CPU_EAGER", "DEF_GPU", "DEF_NONE", "GRAPH_CALL_PREFIX", "KERNEL_DEFINITIONS",
@@ -89,7 +89,7 @@ class _Acc:
     flop_time: float = 0.0
     gb: float | None = None
     gb_time: float = 0.0
-    members: list[_Ev] = field(default_factory=list)
+    members: list[ParsedEvent] = field(default_factory=list)
     """The calls themselves: a row's share of busy time is the union of their intervals."""
 
 
@@ -130,7 +130,7 @@ class _Totals:
         """``id(kernel)`` -> its kind, for the per-step view."""
         self._kind_memo: dict[tuple[Any, ...], str] = {}
 
-    def kind(self, k: _Ev) -> str:
+    def kind(self, k: ParsedEvent) -> str:
         """:meth:`kind_of` the kernel's name, category and args."""
         return self.kind_of(k.name, k.cat, k.args)
 
@@ -149,14 +149,14 @@ class _Totals:
             kind = self._kind_memo[key] = kernel_kind(name, args, cat)
         return kind
 
-    def add(self, k: _Ev) -> None:
+    def add(self, k: ParsedEvent) -> None:
         args = k.args
         fpct, bad = _parsed(args, evs.ACHIEVED_FLOPS_PCT)
         bpct, bad2 = _parsed(args, evs.ACHIEVED_BANDWIDTH_PCT)
         self.bad_args += bad + bad2
         self.add_parts(k, self.kind(k), static_sums(args), fpct, bpct, args.get(evs.ROOFLINE_BOUND))
 
-    def add_parts(self, k: _Ev, kind: str, st: tuple, fpct: float | int | None, bpct: float | int | None,
+    def add_parts(self, k: ParsedEvent, kind: str, st: tuple, fpct: float | int | None, bpct: float | int | None,
                   bound: Any, accs: tuple[_KernelAcc, _Acc, _Acc] | None = None) -> None:
         """Sum kernel ``k`` of ``kind`` from what :meth:`add` reads of its args: ``st``, the parts
         that do not depend on its duration (:func:`static_sums`; kernels sharing a cost share them),
@@ -169,7 +169,7 @@ class _Totals:
                        {bound: dur} if isinstance(bound, str) and bound else None, [k])
 
     def add_group(self, kind: str, st: tuple, accs: tuple[_KernelAcc, _Acc, _Acc], n: int, time: float,
-                  fp: float | None, bp: float | None, bounds: dict[str, float] | None, members: list[_Ev],
+                  fp: float | None, bp: float | None, bounds: dict[str, float] | None, members: list[ParsedEvent],
                   fp_time: float | None = None, bp_time: float | None = None) -> None:
         """Sum ``n`` kernels of one name, ``kind`` and :func:`static_sums` ``st`` at once (``members``,
         which the caller has put in :attr:`kinds`): ``time`` their total duration; ``fp`` / ``bp`` the
@@ -270,7 +270,7 @@ def static_sums(args: Mapping[str, Any]) -> tuple:
             _text(args.get(evs.MEMORY_ROOF)))
 
 
-def _totals(kernels: list[_Ev]) -> _Totals:
+def _totals(kernels: list[ParsedEvent]) -> _Totals:
     totals = _Totals()
     for k in kernels:
         totals.add(k)
@@ -278,17 +278,17 @@ def _totals(kernels: list[_Ev]) -> _Totals:
 
 
 def _rate_tflops(flop: Any, us: float) -> float | None:
-    return _g(flop / us / 1e6) if flop is not None and us > 0 else None
+    return six_digits(flop / us / 1e6) if flop is not None and us > 0 else None
 
 
 def _rate_gbps(gb: Any, us: float) -> float | None:
-    return _g(gb / us * 1e6) if gb is not None and us > 0 else None
+    return six_digits(gb / us * 1e6) if gb is not None and us > 0 else None
 
 
 _start, _dur = attrgetter("ts"), attrgetter("dur")
 
 
-def _union_us(kernels: list[_Ev]) -> float:
+def _union_us(kernels: list[ParsedEvent]) -> float:
     """The time at least one of ``kernels`` runs (their intervals merged)."""
     total, end = 0.0, None
     for k in sorted(kernels, key=_start):
@@ -304,7 +304,7 @@ def _union_us(kernels: list[_Ev]) -> float:
 def _ranked(table: Mapping[str, Any]) -> list[str]:
     """The keys of a kernel, module or line table in its rows' order: most time (as shown, rounded)
     first, then by key."""
-    return sorted(table, key=lambda key: (-_r(table[key].time), key))
+    return sorted(table, key=lambda key: (-rounded(table[key].time), key))
 
 
 def top_unions(totals: _Totals, top: int) -> dict[int, float]:
@@ -321,9 +321,9 @@ def top_unions(totals: _Totals, top: int) -> dict[int, float]:
     return out
 
 
-def _share(members: list[_Ev], busy: float, unions: Mapping[int, float] | None) -> float | None:
+def _share(members: list[ParsedEvent], busy: float, unions: Mapping[int, float] | None) -> float | None:
     got = unions.get(id(members)) if unions is not None else None
-    return _pct(_union_us(members) if got is None else got, busy)
+    return percent(_union_us(members) if got is None else got, busy)
 
 
 def _kernel_rows(table: dict[str, _KernelAcc], busy: float, roofs: Roofs | None, top: int,
@@ -340,16 +340,16 @@ def _kernel_rows(table: dict[str, _KernelAcc], busy: float, roofs: Roofs | None,
         dtype = _dominant(a.dtype)
         p = row_placement(a.flop, a.gb, a.flop_time, a.gb_time, a.count, dtype, a.kind, _dominant(a.memory_roof),
                           roofs, (a.bpct[0] / a.bpct[1]) if a.bpct[1] else None)
-        fpct = _pct(tflops, p.compute_tflops) if p is not None else None
+        fpct = percent(tflops, p.compute_tflops) if p is not None else None
         if p is not None and a.gb is None and a.flop is None:  # a collective: its bus bandwidth's %
             bpct = p.pct_of_roof
         else:
-            bpct = _pct(gbps, p.memory_gbps) if p is not None else None
+            bpct = percent(gbps, p.memory_gbps) if p is not None else None
         rows.append(KernelRow(
-            name=name, kind=a.kind, count=a.count, total_us=_r(a.time),
-            mean_us=_r(a.time / a.count), share_of_busy_pct=None,
-            flop=a.flop, gb=_g(a.gb), achieved_tflops=tflops, achieved_gbps=gbps,
-            flops_pct=_r(fpct), bandwidth_pct=_r(bpct),
+            name=name, kind=a.kind, count=a.count, total_us=rounded(a.time),
+            mean_us=rounded(a.time / a.count), share_of_busy_pct=None,
+            flop=a.flop, gb=six_digits(a.gb), achieved_tflops=tflops, achieved_gbps=gbps,
+            flops_pct=rounded(fpct), bandwidth_pct=rounded(bpct),
             bound=row_bound(p, a.time / a.count, a.gb * 1e9 if a.gb is not None else None, a.count,
                             _dominant(a.bound)),
             source=_dominant(a.source), module_path=_dominant(a.module), dtype=dtype,
@@ -365,8 +365,8 @@ def _group_rows(table: dict[str, _Acc], busy: float, top: int,
     out = []
     for key in _ranked(table)[:top]:
         g = table[key]
-        out.append(GroupRow(key=key, count=g.count, total_us=_r(g.time),
-                            share_of_busy_pct=_share(g.members, busy, unions), flop=g.flop, gb=_g(g.gb),
+        out.append(GroupRow(key=key, count=g.count, total_us=rounded(g.time),
+                            share_of_busy_pct=_share(g.members, busy, unions), flop=g.flop, gb=six_digits(g.gb),
                             achieved_tflops=_rate_tflops(g.flop, g.flop_time)))
     return out
 
@@ -482,7 +482,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     achieved_tflops = _rate_tflops(totals.flop if totals.any_flop else None, busy)
     compute_time = kernel_time - sum(totals.split[k] for k in NOT_COMPUTE)
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
-    flops_pct, bandwidth_pct = _pct(achieved_tflops, peak.peak_tflops), _pct(achieved_gbps, peak.mem_bandwidth_gbs)
+    flops_pct, bandwidth_pct = percent(achieved_tflops, peak.peak_tflops), percent(achieved_gbps, peak.mem_bandwidth_gbs)
     split = totals.split
     costed_pct, uncosted, lower_pct = cov
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
@@ -496,13 +496,13 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     return Summary(
         label=label,
         kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],
-        window_start_us=_r(window.start) if counts.used else None, wall_us=_r(window.wall), busy_us=_r(busy),
-        busy_pct=_pct(busy, window.wall), idle_us=_r(window.idle), kernel_count=len(kernels),
-        kernel_time_us=_r(kernel_time), timelines=len({(k.pid, k.tid) for k in kernels}),
-        time_split_us={k: _r(v) for k, v in split.items()},
-        time_split_pct={k: _pct(v, kernel_time) for k, v in split.items()},
-        flop=totals.flop if totals.any_flop else None, gb=_g(totals.gb) if totals.any_gb else None,
-        flop_coverage_pct=_pct(totals.flop_known_time, compute_time) if compute_time > 0 else None,
+        window_start_us=rounded(window.start) if counts.used else None, wall_us=rounded(window.wall), busy_us=rounded(busy),
+        busy_pct=percent(busy, window.wall), idle_us=rounded(window.idle), kernel_count=len(kernels),
+        kernel_time_us=rounded(kernel_time), timelines=len({(k.pid, k.tid) for k in kernels}),
+        time_split_us={k: rounded(v) for k, v in split.items()},
+        time_split_pct={k: percent(v, kernel_time) for k, v in split.items()},
+        flop=totals.flop if totals.any_flop else None, gb=six_digits(totals.gb) if totals.any_gb else None,
+        flop_coverage_pct=percent(totals.flop_known_time, compute_time) if compute_time > 0 else None,
         achieved_tflops=achieved_tflops, achieved_gbps=achieved_gbps, peak=peak,
         flops_pct_of_peak=flops_pct, bandwidth_pct_of_peak=bandwidth_pct,
         top_kernels=rows[:top], distinct_kernels=len(rows), all_kernels=rows,
@@ -519,7 +519,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
 
 
-def _flops_unknown(kernels: list[_Ev], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:
+def _flops_unknown(kernels: list[ParsedEvent], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:
     """Why a trace's FLOP total, FLOP/s and compute % of peak are unknown (no compute kernel carries
     a FLOP count): what the trace lacks and, where the coverage knows it, what the user can change."""
     if not kernels:

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..model import events as evs
-from .kernels import _Ev
-from .rows import _pct, _r
+from .kernels import ParsedEvent
+from .rows import percent, rounded
 
 REASON_HINTS = {
     "no_shapes": ("the launching op's record does not say enough: no input shapes (profile with "
@@ -144,15 +144,15 @@ class Coverage:
             for name, dt in names.items():
                 g[2][name] = g[2].get(name, 0.0) + dt
         rows = [UncostedRow(op=op, kernel=max(names, key=names.get), reason=reason,
-                            hint=REASON_HINTS.get(reason, REASON_HINTS["unknown"]), count=n, total_us=_r(t),
-                            share_of_kernel_time_pct=_pct(t, kernel_time))
+                            hint=REASON_HINTS.get(reason, REASON_HINTS["unknown"]), count=n, total_us=rounded(t),
+                            share_of_kernel_time_pct=percent(t, kernel_time))
                 for (op, _, reason), (n, t, names) in merged.items()]
         rows.sort(key=lambda r: (-r.total_us, r.kernel))
-        return ((_pct(self.costed, kernel_time) if self.any else None), rows[:top],
-                _pct(self.lower, self.costed) if self.costed > 0 else None)
+        return ((percent(self.costed, kernel_time) if self.any else None), rows[:top],
+                percent(self.lower, self.costed) if self.costed > 0 else None)
 
 
-def coverage(kernels: list[_Ev], kernel_time: float, top: int
+def coverage(kernels: list[ParsedEvent], kernel_time: float, top: int
              ) -> tuple[float | None, list[UncostedRow], float | None]:
     """:meth:`Coverage.result` of ``kernels``."""
     acc = Coverage()

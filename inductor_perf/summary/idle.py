@@ -17,8 +17,8 @@ from operator import attrgetter
 from typing import Any, Iterator
 
 from ..model import events as evs
-from .kernels import DEF_GPU, DEF_NONE, TraceKernels, _Ev, _hashable
-from .rows import GapRow, IdleRow, _dominant, _pct, _r
+from .kernels import DEF_GPU, DEF_NONE, TraceKernels, ParsedEvent, _hashable
+from .rows import GapRow, IdleRow, _dominant, percent, rounded
 from .steps import profiler_steps
 
 
@@ -26,14 +26,14 @@ from .steps import profiler_steps
 _start, _end = attrgetter("ts"), attrgetter("end")
 
 
-def _merge(kernels: list[_Ev]) -> tuple[list[tuple[float, float, _Ev, _Ev]], float]:
+def _merge(kernels: list[ParsedEvent]) -> tuple[list[tuple[float, float, ParsedEvent, ParsedEvent]], float]:
     """Union of kernel intervals: (start, end, first kernel, kernel that ends last) per span, and
     their total time. The total adds each span's first duration and then how far each later kernel
     extends it, as ``summary.core._union_us`` adds up a row's busy time, not ``end - start``. At the
     magnitude of a trace's microsecond timestamps, ``(ts + dur) - ts`` loses the last bits of
     ``dur`` (a 1.76 us kernel of the A100 example measured 1.7598 us), so a row of every kernel read
     100.013 % of this busy time."""
-    out: list[tuple[float, float, _Ev, _Ev]] = []
+    out: list[tuple[float, float, ParsedEvent, ParsedEvent]] = []
     busy = 0.0
     # sorted by (ts, -end), stably: by end descending, then stably by start (no tuple per kernel)
     for k in sorted(sorted(kernels, key=_end, reverse=True), key=_start):
@@ -51,7 +51,7 @@ def _merge(kernels: list[_Ev]) -> tuple[list[tuple[float, float, _Ev, _Ev]], flo
 class _Attributor:
     """Splits a time span on one thread among the deepest host events covering each instant."""
 
-    def __init__(self, roots: list[_Ev]) -> None:
+    def __init__(self, roots: list[ParsedEvent]) -> None:
         self.roots = roots
         self.root_starts = [r.ts for r in roots]
         self._starts: dict[int, list[float]] = {id(None): self.root_starts}
@@ -65,12 +65,12 @@ class _Attributor:
         end = bisect.bisect_left(self.root_starts, b)
         return end == 0 or self.roots[end - 1].end <= a
 
-    def attribute(self, a: float, b: float) -> tuple[dict[_Ev | None, float], dict[_Ev, float]]:
+    def attribute(self, a: float, b: float) -> tuple[dict[ParsedEvent | None, float], dict[ParsedEvent, float]]:
         """(innermost event -> time, top-level event -> overlap) within [a, b)."""
-        inner: dict[_Ev | None, float] = {}  # a dict's get(key, 0.0) + t: defaultdict(float)'s floats
-        outer: dict[_Ev, float] = {}
+        inner: dict[ParsedEvent | None, float] = {}  # a dict's get(key, 0.0) + t: defaultdict(float)'s floats
+        outer: dict[ParsedEvent, float] = {}
         starts_of = self._starts
-        todo: list[tuple[_Ev | None, list[_Ev], float, float]] = [(None, self.roots, a, b)]
+        todo: list[tuple[ParsedEvent | None, list[ParsedEvent], float, float]] = [(None, self.roots, a, b)]
         while todo:
             owner, children, lo, hi = todo.pop()
             if not children:  # a leaf: all its time is its own ((hi - lo) - 0.0 == hi - lo)
@@ -108,7 +108,7 @@ class _Attributor:
         return inner, outer
 
 
-def _python_frame(ev: _Ev | None) -> str | None:
+def _python_frame(ev: ParsedEvent | None) -> str | None:
     while ev is not None:
         if ev.cat == "python_function":
             return ev.name
@@ -136,7 +136,7 @@ class BusyWindow:
 
     start: float
     end: float
-    merged: list[tuple[float, float, _Ev, _Ev]]
+    merged: list[tuple[float, float, ParsedEvent, ParsedEvent]]
     """Busy spans, as :func:`_merge` returns them."""
     busy: float
     basis: str = WINDOW_EVENTS
@@ -151,7 +151,7 @@ class BusyWindow:
         return max(0.0, self.wall - self.busy)
 
 
-def busy_window(events: list[_Ev], kernels: list[_Ev], steps: list[_Ev] | None = None) -> BusyWindow:
+def busy_window(events: list[ParsedEvent], kernels: list[ParsedEvent], steps: list[ParsedEvent] | None = None) -> BusyWindow:
     """:func:`window_of` a trace's ``ProfilerStep#N`` ranges (:func:`profiler_steps` of ``steps``,
     default ``events``), ``kernels``, and the span of ``events``."""
     if events:
@@ -162,7 +162,7 @@ def busy_window(events: list[_Ev], kernels: list[_Ev], steps: list[_Ev] | None =
     return window_of(w0, w1, kernels, profiler_steps(events if steps is None else steps))
 
 
-def window_of(first: float, last: float, kernels: list[_Ev], steps: list[_Ev] = ()) -> BusyWindow:
+def window_of(first: float, last: float, kernels: list[ParsedEvent], steps: list[ParsedEvent] = ()) -> BusyWindow:
     """The window (:data:`WINDOW_BASES`) of a trace whose events span [first, last), with these
     ``ProfilerStep#N`` ranges (``steps``: :func:`profiler_steps`) and ``kernels``, and the time at least one kernel runs:
     the steps, widened to the kernels that run outside them (a step's last kernels end after its
@@ -201,7 +201,7 @@ def launching_threads(tk: TraceKernels) -> tuple[dict[int, tuple[Any, Any] | Non
 
 
 # --- Gaps and idle time by host activity --------------------------------------------------------------
-_Gap = tuple[float, float, str, _Ev | None, _Ev | None]
+_Gap = tuple[float, float, str, ParsedEvent | None, ParsedEvent | None]
 """(start, end, position, kernel before, kernel after)."""
 
 
@@ -240,7 +240,7 @@ class _IdleByHost:
     def __init__(self, frames: bool) -> None:
         self.rows: dict[str, _HostIdle] = {}
         self.frames = frames
-        self.known: dict[_Ev | None, tuple[_HostIdle, str | None]] = {}
+        self.known: dict[ParsedEvent | None, tuple[_HostIdle, str | None]] = {}
         """Each innermost event seen -> :meth:`of` it."""
 
     def host(self, name: str) -> _HostIdle:
@@ -249,7 +249,7 @@ class _IdleByHost:
             acc = self.rows[name] = _HostIdle()
         return acc
 
-    def of(self, ev: _Ev | None) -> tuple[_HostIdle, str | None]:
+    def of(self, ev: ParsedEvent | None) -> tuple[_HostIdle, str | None]:
         """The row an innermost event's idle time adds to, and its Python frame (looked up once)."""
         got = self.known.get(ev)
         if got is None:
@@ -266,7 +266,7 @@ until a row needs it as dicts."""
 
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
                 top: int | None = None, light: bool = False,
-                after: list[_Ev | None] | None = None) -> tuple[list[GapRow], int, list[IdleRow]]:
+                after: list[ParsedEvent | None] | None = None) -> tuple[list[GapRow], int, list[IdleRow]]:
     """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
     innermost host activity (most first). Only the ``top`` gaps become rows (a bounded heap): a
     trace has a gap between almost every two kernels. ``light`` (:mod:`.summary_light`): no gap
@@ -312,7 +312,7 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
         if light:
             count += 1
             continue
-        dur_r = round(e - s, 3)  # _r(), inlined: once a gap
+        dur_r = round(e - s, 3)  # rounded(), inlined: once a gap
         full = top is not None and len(heap) >= top
         if full and dur_r < heap[0][0]:  # shorter than every row kept: its key is below them all
             count += 1
@@ -333,15 +333,15 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
     gap_rows = [item[3] for item in ranked]
     if after is not None:
         after.extend(item[4] for item in ranked)
-    idle_rows = [IdleRow(host=h, idle_us=_r(v.time), gaps=v.gaps, share_of_idle_pct=_pct(v.time, window.idle),
+    idle_rows = [IdleRow(host=h, idle_us=rounded(v.time), gaps=v.gaps, share_of_idle_pct=percent(v.time, window.idle),
                          source=_dominant(v.frames))
                  for h, v in idle.rows.items()]
     idle_rows.sort(key=lambda r: (-r.idle_us, r.host))
     return gap_rows, count, idle_rows
 
 
-def _gap_row(start_r: float, dur_r: float, position: str, prev_k: _Ev | None, next_k: _Ev | None,
-             inner: dict[_Ev | None, float] | None, outer: dict[_Ev, float] | None,
+def _gap_row(start_r: float, dur_r: float, position: str, prev_k: ParsedEvent | None, next_k: ParsedEvent | None,
+             inner: dict[ParsedEvent | None, float] | None, outer: dict[ParsedEvent, float] | None,
              next_source: bool = True) -> GapRow:
     """The row of a gap whose time :meth:`_Attributor.attribute` split into ``inner`` and ``outer``
     (None: the launching thread is unknown). ``next_source`` False: without the next kernel's source
@@ -362,7 +362,7 @@ def _gap_row(start_r: float, dur_r: float, position: str, prev_k: _Ev | None, ne
         source=frame or (next_src if isinstance(next_src, str) and next_src else None))
 
 
-def with_next_sources(rows: list[GapRow], after: list[_Ev | None]) -> list[GapRow]:
+def with_next_sources(rows: list[GapRow], after: list[ParsedEvent | None]) -> list[GapRow]:
     """The gap rows of ``idle_tables(..., after=after)`` given, where they have no Python frame, the
     source line of the kernel after them, as ``idle_tables`` without ``after`` gives them."""
     for row, next_k in zip(rows, after):

@@ -1,7 +1,7 @@
 """Which events of a trace are kernels, and of what kind: the first stages of
 :func:`inductor_perf.summary.core.summarize`.
 
-Complete events are parsed into :class:`_Ev` nodes, each thread's host events are nested by time
+Complete events are parsed into :class:`ParsedEvent` nodes, each thread's host events are nested by time
 (the forest that idle attribution walks), and the kernels are chosen: device events when the trace
 has any, else the CPU kernels of compiled graphs, else the outermost eager aten ops. Pure and
 torch-free.
@@ -42,7 +42,7 @@ _GRAPH_KERNEL_NAME = re.compile(r"^graph_\d+_")
 
 
 # --- Parsing --------------------------------------------------------------------------------------
-class _Ev:
+class ParsedEvent:
     __slots__ = ("name", "cat", "pid", "tid", "ts", "dur", "end", "args", "parent", "children",
                  "is_kernel")
 
@@ -56,8 +56,8 @@ class _Ev:
         self.dur = dur
         self.end = ts + dur
         self.args = args
-        self.parent: _Ev | None = None
-        self.children: list[_Ev] = []
+        self.parent: ParsedEvent | None = None
+        self.children: list[ParsedEvent] = []
         self.is_kernel = False
 
 
@@ -81,8 +81,8 @@ def _hashable(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, type(None))) else repr(value)
 
 
-def _parse(events: Iterable[Any], skipped: dict[str, int]) -> list[_Ev]:
-    out: list[_Ev] = []
+def _parse(events: Iterable[Any], skipped: dict[str, int]) -> list[ParsedEvent]:
+    out: list[ParsedEvent] = []
     for raw in events:
         if not isinstance(raw, dict):
             skipped["not an object"] += 1
@@ -104,13 +104,13 @@ def _parse(events: Iterable[Any], skipped: dict[str, int]) -> list[_Ev]:
             continue
         args = raw.get("args")
         name = raw.get("name")
-        out.append(_Ev(name if isinstance(name, str) else str(name), cat, _hashable(raw.get("pid")),
+        out.append(ParsedEvent(name if isinstance(name, str) else str(name), cat, _hashable(raw.get("pid")),
                        _hashable(raw.get("tid")), ts, dur,
                        args if isinstance(args, dict) else {}))
     return out
 
 
-def _build_forest(events: list[_Ev]) -> dict[tuple[Any, Any], list[_Ev]]:
+def _build_forest(events: list[ParsedEvent]) -> dict[tuple[Any, Any], list[ParsedEvent]]:
     """Nest each thread's events by time; returns the roots per (pid, tid).
 
     Children of one node never overlap in the attribution below; an event that only partly overlaps
@@ -120,9 +120,9 @@ def _build_forest(events: list[_Ev]) -> dict[tuple[Any, Any], list[_Ev]]:
     for i, e in enumerate(events):
         by_thread[(e.pid, e.tid)].append((e.ts, -e.dur, i))
     order, parent = evs.nest_threads(by_thread, slack=1e-6)
-    roots: dict[tuple[Any, Any], list[_Ev]] = {}
+    roots: dict[tuple[Any, Any], list[ParsedEvent]] = {}
     for key, items in order.items():
-        top: list[_Ev] = []
+        top: list[ParsedEvent] = []
         for _, _, i in items:
             e = events[i]
             p = parent.get(i)
@@ -135,7 +135,7 @@ def _build_forest(events: list[_Ev]) -> dict[tuple[Any, Any], list[_Ev]]:
     return roots
 
 
-def _walk(nodes: list[_Ev]) -> Iterable[_Ev]:
+def _walk(nodes: list[ParsedEvent]) -> Iterable[ParsedEvent]:
     todo = list(reversed(nodes))
     while todo:
         n = todo.pop()
@@ -150,13 +150,13 @@ def _tagged(args: Mapping[str, Any]) -> bool:
     return evs.KERNEL_KIND in args or (evs.KERNEL_FLOP in args and args.get(evs.COST_SOURCE) != "shapes")
 
 
-def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_Ev], str]:
+def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[ParsedEvent]]) -> tuple[list[ParsedEvent], str]:
     """The CPU kernels of compiled graphs (and the eager ops between their pieces), else the
     outermost aten ops of each thread with the costs of the ops inside them (:func:`_with_inner_costs`):
     one rule whether or not the trace carries costs."""
-    compiled: list[_Ev] = []
+    compiled: list[ParsedEvent] = []
     # (node, inside a compiled-graph call, below an aten op); iterative: real traces nest deeply.
-    todo: list[tuple[_Ev, bool, bool]] = [(r, False, False) for top in roots.values() for r in top]
+    todo: list[tuple[ParsedEvent, bool, bool]] = [(r, False, False) for top in roots.values() for r in top]
     while todo:
         node, in_call, under_op = todo.pop()
         is_op = node.name.startswith("aten::") or node.name.startswith("aoti_torch_")
@@ -167,7 +167,7 @@ def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_
         todo.extend((c, in_call, under_op or is_op) for c in node.children)
     if compiled:
         return compiled + _eager_between_pieces(roots, compiled), DEF_CPU_COMPILED
-    eager: list[_Ev] = []
+    eager: list[ParsedEvent] = []
     for top in roots.values():
         for n in _walk(top):
             if n.name.startswith("aten::"):
@@ -182,7 +182,7 @@ def _select_cpu_kernels(roots: dict[tuple[Any, Any], list[_Ev]]) -> tuple[list[_
 _COST_SUMS = (evs.KERNEL_FLOP, evs.KERNEL_MATMUL_FLOP, evs.KERNEL_BYTES_READ, evs.KERNEL_BYTES_WRITTEN)
 
 
-def _with_inner_costs(op: _Ev) -> _Ev:
+def _with_inner_costs(op: ParsedEvent) -> ParsedEvent:
     """An outermost eager op that carries no cost, given the summed costs of the outermost costed ops
     inside it (``augment`` costs the op that does the work, ``aten::addmm`` inside ``aten::linear``):
     FLOPs and bytes added, the dtype of the one with the most (matmul, then all) FLOPs. ``op``
@@ -229,7 +229,7 @@ _NOT_MODEL_WORK = (_AUTOGRAD_NODE + "torch::autograd::AccumulateGrad",)
 _COMPILED_RUNTIME = (GRAPH_CALL_PREFIX, "CompiledFunction", "AOTDispatcher")
 
 
-def _outermost_ops(node: _Ev) -> Iterator[_Ev]:
+def _outermost_ops(node: ParsedEvent) -> Iterator[ParsedEvent]:
     """The outermost aten ops below ``node`` outside the compiled graphs' own runtime ranges."""
     todo = list(node.children)
     while todo:
@@ -242,11 +242,11 @@ def _outermost_ops(node: _Ev) -> Iterator[_Ev]:
             todo.extend(n.children)
 
 
-def _below_steps(top: list[_Ev]) -> list[_Ev]:
+def _below_steps(top: list[ParsedEvent]) -> list[ParsedEvent]:
     """A thread's top-level events with the ``ProfilerStep#N`` ranges opened (in time order): a
     step range (torch.profiler's schedule, our env-var capture) wraps a whole step and says nothing
     of what runs in it."""
-    out: list[_Ev] = []
+    out: list[ParsedEvent] = []
     for n in top:
         if n.name.startswith("ProfilerStep#"):
             out.extend(_below_steps(n.children))
@@ -255,7 +255,7 @@ def _below_steps(top: list[_Ev]) -> list[_Ev]:
     return out
 
 
-def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: list[_Ev]) -> list[_Ev]:
+def _eager_between_pieces(roots: dict[tuple[Any, Any], list[ParsedEvent]], compiled: list[ParsedEvent]) -> list[ParsedEvent]:
     """Eager work that runs between the compiled pieces of a graph-broken model, counted as kernels
     of the module it sits in: the outermost aten ops inside a ``Torch-Compiled Region`` range but in
     no compiled-graph call (forward), and those of the eager autograd nodes run between two
@@ -263,7 +263,7 @@ def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: lis
     the first one, nor gradient accumulation). Each gets, as ``module_path``, the common path of
     the compiled kernels just before and after it on its thread (a break inside ``gate.forward``
     lies between kernels of ``gate.*``)."""
-    found: list[_Ev] = []
+    found: list[ParsedEvent] = []
     for top in roots.values():
         top = _below_steps(top)
         for n in top:
@@ -276,7 +276,7 @@ def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: lis
                     found.extend(_outermost_ops(n))
     if not found:
         return found
-    by_thread: dict[tuple[Any, Any], list[_Ev]] = {}
+    by_thread: dict[tuple[Any, Any], list[ParsedEvent]] = {}
     for k in compiled:
         by_thread.setdefault((k.pid, k.tid), []).append(k)
     starts: dict[tuple[Any, Any], list[float]] = {}
@@ -291,10 +291,10 @@ def _eager_between_pieces(roots: dict[tuple[Any, Any], list[_Ev]], compiled: lis
     return found
 
 
-def _backward_passes(top: list[_Ev]) -> Iterator[list[_Ev]]:
+def _backward_passes(top: list[ParsedEvent]) -> Iterator[list[ParsedEvent]]:
     """Runs of consecutive autograd-node events on a thread: one backward pass each (a step's
     forward, loss or optimizer events separate two passes)."""
-    run: list[_Ev] = []
+    run: list[ParsedEvent] = []
     for n in top:
         if n.name.startswith(_AUTOGRAD_NODE):
             run.append(n)
@@ -369,17 +369,17 @@ def dtype_of_weights(totals: dict[str, list[float]]) -> str:
 class TraceKernels:
     """The parsed events of one trace, its host threads nested by time, and the kernels among them."""
 
-    events: list[_Ev]
-    host_events: list[_Ev]
+    events: list[ParsedEvent]
+    host_events: list[ParsedEvent]
     """Every event not on a device timeline (device copies of annotations, ``gpu_*``, included)."""
-    roots: dict[tuple[Any, Any], list[_Ev]]
+    roots: dict[tuple[Any, Any], list[ParsedEvent]]
     """Top-level host events per (pid, tid); see :func:`_build_forest`."""
-    kernels: list[_Ev]
+    kernels: list[ParsedEvent]
     definition: str
     """Which rule chose ``kernels``: a key of :data:`KERNEL_DEFINITIONS`."""
 
 
-def select_kernels(events: list[_Ev]) -> TraceKernels:
+def select_kernels(events: list[ParsedEvent]) -> TraceKernels:
     """Nest the host events per thread and choose the kernels (marking them ``is_kernel``):
     device events when there are any, else the CPU kernels of compiled graphs, else eager aten ops."""
     device_events = [e for e in events if e.cat.lower() in evs.DEVICE_CATS]

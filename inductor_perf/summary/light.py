@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .core import Counts, _KernelAcc, _Totals
 from .comm import comm_view
+from .core import Counts, _KernelAcc, _Totals
 from .idle import idle_tables
-from .kernels import KERNEL_DEFINITIONS, TraceKernels, _Ev
-from .rows import KernelRow, PeakInfo, Summary, _pct, _r
+from .kernels import KERNEL_DEFINITIONS, TraceKernels, ParsedEvent
+from .rows import KernelRow, PeakInfo, Summary, percent, rounded
 from .steps import slowest_step, step_rows
 
 LIGHT_NOTE = "light summary: only what the cross-rank view reads (docs/ranks.md)"
@@ -40,7 +40,7 @@ class LightTotals(_Totals):
     kernel's kind (by ``id``, for the per-step and communication views), the time per kind, and per
     kernel name its calls and time. No FLOP / byte parsing, no module or line sums, no member lists."""
 
-    def add(self, k: _Ev) -> None:
+    def add(self, k: ParsedEvent) -> None:
         kind = self.kind(k)
         self.split[kind] += k.dur
         self.kinds[id(k)] = kind
@@ -52,7 +52,7 @@ class LightTotals(_Totals):
 
 
 def _kernel_rows(totals: LightTotals) -> list[KernelRow]:
-    rows = [KernelRow(name=name, kind=a.kind, count=a.count, total_us=_r(a.time), mean_us=_r(a.time / a.count),
+    rows = [KernelRow(name=name, kind=a.kind, count=a.count, total_us=rounded(a.time), mean_us=rounded(a.time / a.count),
                       share_of_busy_pct=None, flop=None, gb=None, achieved_tflops=None, achieved_gbps=None,
                       flops_pct=None, bandwidth_pct=None, bound=None, source=None, module_path=None)
             for name, a in totals.kernels.items()]
@@ -72,11 +72,11 @@ def assemble_light(tk: TraceKernels, counts: Counts, window: Any, launcher: dict
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
     return Summary(
         label=label, kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],
-        window_start_us=_r(window.start) if counts.used else None, wall_us=_r(window.wall), busy_us=_r(busy),
-        busy_pct=_pct(busy, window.wall), idle_us=_r(window.idle), kernel_count=len(kernels),
-        kernel_time_us=_r(kernel_time), timelines=len({(k.pid, k.tid) for k in kernels}),
-        time_split_us={k: _r(v) for k, v in totals.split.items()},
-        time_split_pct={k: _pct(v, kernel_time) for k, v in totals.split.items()},
+        window_start_us=rounded(window.start) if counts.used else None, wall_us=rounded(window.wall), busy_us=rounded(busy),
+        busy_pct=percent(busy, window.wall), idle_us=rounded(window.idle), kernel_count=len(kernels),
+        kernel_time_us=rounded(kernel_time), timelines=len({(k.pid, k.tid) for k in kernels}),
+        time_split_us={k: rounded(v) for k, v in totals.split.items()},
+        time_split_pct={k: percent(v, kernel_time) for k, v in totals.split.items()},
         flop=None, gb=None, flop_coverage_pct=None, achieved_tflops=None, achieved_gbps=None,
         peak=PeakInfo(None, None, None, None, None), flops_pct_of_peak=None, bandwidth_pct_of_peak=None,
         top_kernels=rows[:top], distinct_kernels=len(rows), all_kernels=rows,

@@ -186,17 +186,17 @@ class Summary:
 
 
 # --- Row values -------------------------------------------------------------------------------------
-def _pct(part: float | None, whole: float | None) -> float | None:
+def percent(part: float | None, whole: float | None) -> float | None:
     if part is None or not whole:
         return None
     return round(100.0 * part / whole, 3)
 
 
-def _r(x: float | None, nd: int = 3) -> float | None:
+def rounded(x: float | None, nd: int = 3) -> float | None:
     return None if x is None else round(x, nd)
 
 
-def _g(x: float | None) -> float | None:
+def six_digits(x: float | None) -> float | None:
     """Six significant digits: rates and sizes span many orders of magnitude (CPU MFLOP/s to GPU PFLOP/s)."""
     return None if x is None or not math.isfinite(x) else float(f"{x:.6g}")
 

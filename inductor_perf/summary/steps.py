@@ -24,8 +24,8 @@ from typing import Iterable
 
 from ..model import events as evs
 from ..model.kernel_kinds import KIND_COLLECTIVE, MATMUL_LIKE
-from .kernels import _Ev
-from .rows import _pct, _r
+from .kernels import ParsedEvent
+from .rows import percent, rounded
 
 _STEP_NAME = re.compile(r"^ProfilerStep#(\d+)$")
 
@@ -62,16 +62,16 @@ def _union(spans: Iterable[tuple[float, float]]) -> float:
     return total
 
 
-def profiler_steps(host_events: list[_Ev]) -> list[_Ev]:
+def profiler_steps(host_events: list[ParsedEvent]) -> list[ParsedEvent]:
     """The host ``ProfilerStep#N`` ranges, one per step (the first seen of duplicates), by start."""
-    seen: dict[str, _Ev] = {}
+    seen: dict[str, ParsedEvent] = {}
     for e in host_events:
         if _STEP_NAME.match(e.name) and not evs.is_device_side(e.cat) and e.name not in seen:
             seen[e.name] = e
     return sorted(seen.values(), key=lambda e: e.ts)
 
 
-def step_rows(host_events: list[_Ev], kernels: list[_Ev], kinds: dict[int, str],
+def step_rows(host_events: list[ParsedEvent], kernels: list[ParsedEvent], kinds: dict[int, str],
               window_start: float) -> list[StepRow]:
     """One :class:`StepRow` per ``ProfilerStep#N``; ``kinds`` maps ``id(kernel)`` to its kind."""
     steps = profiler_steps(host_events)
@@ -99,9 +99,9 @@ def step_rows(host_events: list[_Ev], kernels: list[_Ev], kinds: dict[int, str],
         busy = _union(ranks[0] + ranks[1] + ranks[2])
         dur = b - a
         rows.append(StepRow(
-            name=st.name, start_us=_r(a - window_start), dur_us=_r(dur), kernel_count=count, busy_us=_r(busy),
-            busy_pct=_pct(busy, dur), matmul_pct=_pct(u0, dur), other_pct=_pct(u01 - u0, dur),
-            comm_pct=_pct(busy - u01, dur), idle_pct=_pct(max(0.0, dur - busy), dur)))
+            name=st.name, start_us=rounded(a - window_start), dur_us=rounded(dur), kernel_count=count, busy_us=rounded(busy),
+            busy_pct=percent(busy, dur), matmul_pct=percent(u0, dur), other_pct=percent(u01 - u0, dur),
+            comm_pct=percent(busy - u01, dur), idle_pct=percent(max(0.0, dur - busy), dur)))
     return rows
 
 

@@ -25,9 +25,11 @@ from typing import Any, Callable, Iterable, Iterator, Mapping, Sequence
 
 import torch
 
-from . import node_costs as costs, kernel_io
-from .module_paths import _parameter_of, node_module_path
+from . import kernel_io
+from . import node_costs as costs
+from ..costs.ops.convention import is_matmul_op
 from ..model.tags import EXTERN, GENERATED, KernelTag, NodeInfo
+from .module_paths import _parameter_of, node_module_path
 
 log = logging.getLogger(__name__)
 
@@ -190,7 +192,7 @@ class TagCollector:
                 break
         if main is None:
             for n in candidates:
-                if costs.is_matmul_op(n.target):
+                if is_matmul_op(n.target):
                     main = n
                     break
         if main is None and origin_node is not None:
@@ -287,7 +289,7 @@ def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.No
     nodes = sorted(origins, key=lambda n: order.get(n, math.inf))
     for n in nodes:
         if n in full:
-            if costs.is_matmul_op(n.target) and n not in computed_mm:
+            if is_matmul_op(n.target) and n not in computed_mm:
                 continue
             c = costs.node_cost(n)
             flops, mm = flops + c.flops, mm + c.matmul_flops

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 _GZIP_MAGIC = b"\x1f\x8b"
 # Events per serialization chunk when writing: bounds the extra memory of the encoded text.
 _WRITE_CHUNK = 20_000
-_WRITE_BUFFER = 1 << 20  # bytes buffered per write(2): small writes each cost a system call
+WRITE_BUFFER_BYTES = 1 << 20  # bytes buffered per write(2): small writes each cost a system call
 
 
 
@@ -78,7 +78,7 @@ def leave_to_exit(state: Any) -> None:
         LEFT_TO_EXIT.append(state)
 
 
-def _orjson() -> Any:
+def orjson_or_none() -> Any:
     try:
         import orjson  # optional extra "fast"
     except ImportError:
@@ -104,7 +104,7 @@ def _read_bytes(path: str) -> tuple[bytes, bool]:
 
 def _parse(raw: bytes, path: str) -> tuple[Any, int]:
     """JSON value of ``raw`` and the number of NaN/Infinity literals replaced by None."""
-    orjson = _orjson()
+    orjson = orjson_or_none()
     if orjson is not None:
         try:
             return orjson.loads(raw), 0
@@ -181,9 +181,9 @@ def load_trace(path: str | os.PathLike) -> dict:
     return read_trace(path).trace
 
 
-def _encoder() -> Callable[[Any], bytes]:
+def json_encoder() -> Callable[[Any], bytes]:
     """A function that encodes a JSON value as strict JSON bytes (never NaN/Infinity)."""
-    orjson = _orjson()
+    orjson = orjson_or_none()
 
     def std(v: Any) -> bytes:
         try:
@@ -218,7 +218,7 @@ def save_trace(trace: dict, path: str | os.PathLike, *, inputs: Iterable[str | o
     rename it. ``progress`` (optional) receives the fraction of events written.
     """
     validate_trace(trace, "trace to save")
-    enc = _encoder()
+    enc = json_encoder()
     write_atomic(path, lambda out: _write_streaming(out, trace, enc, progress), inputs=inputs)
 
 
@@ -273,7 +273,7 @@ def write_atomic(path: str | os.PathLike, write: Callable[..., None], *,
         raise _output_error(p, e) from None
     try:
         os.fchmod(fd, 0o666 & ~umask())  # mkstemp makes 0o600 whatever the umask
-        with os.fdopen(fd, "wb", buffering=_WRITE_BUFFER) as raw:
+        with os.fdopen(fd, "wb", buffering=WRITE_BUFFER_BYTES) as raw:
             out = gzip_writer(raw) if compress else raw
             try:
                 if with_path:
@@ -464,7 +464,7 @@ def read_trace_bytes(path: str | os.PathLike, *, map_file: bool = False) -> tupl
     bytes). Pages are read as they are touched, by whichever process touches them, and a forked
     process shares them. The file must not be truncated while the map is in use.
     """
-    if _orjson() is None:
+    if orjson_or_none() is None:
         return None
     p = os.fspath(path)
     if map_file:
@@ -585,7 +585,7 @@ def framed_split(raw: bytes, gz: bool, start: int, end: int, starts: "array[int]
     """The :class:`SplitTrace` of events ``starts``/``ends`` in the array from ``start`` (from
     :func:`events_array_start`) whose last element ends at ``end``, or None when what is around the
     array does not parse as the trace's object."""
-    orjson = _orjson()
+    orjson = orjson_or_none()
     close = _CLOSE.match(raw, end)
     if close is None or orjson is None:
         return None

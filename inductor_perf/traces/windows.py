@@ -25,7 +25,7 @@ WINDOW_BYTES = 4 << 20
 """Text parsed at a time: bounds the memory of the parsed events (about 4x the text)."""
 
 
-class _Layout(Exception):
+class LayoutError(Exception):
     """The text is not in the layout this engine reads: the caller loads the whole trace."""
 
 
@@ -90,7 +90,7 @@ def _array_text(raw: Any, pos: int, end: int) -> bytes:
 def mapped_text(path: str) -> Iterator[Any]:
     """A read-only map of the trace's JSON text: the file itself, or for a ``.gz`` file a temporary
     file it is decompressed into block by block (removed on exit). TraceFormatError, with one line, for
-    a missing file, a directory, or a truncated / corrupt gzip file; :class:`_Layout` when no
+    a missing file, a directory, or a truncated / corrupt gzip file; :class:`LayoutError` when no
     temporary file can be written (the caller loads the trace whole)."""
     if os.path.isdir(path):
         raise TraceFormatError(f"{path}: is a directory, expected a .json or .json.gz trace file")
@@ -105,7 +105,7 @@ def mapped_text(path: str) -> Iterator[Any]:
             try:
                 fd, tmp = tempfile.mkstemp(prefix="inductor_perf-", suffix=".json")
             except OSError as e:
-                raise _Layout(f"no temporary file ({e})") from None
+                raise LayoutError(f"no temporary file ({e})") from None
             with os.fdopen(fd, "wb") as out, gzip.open(path, "rb") as src:
                 while True:
                     try:
@@ -117,7 +117,7 @@ def mapped_text(path: str) -> Iterator[Any]:
                     try:
                         out.write(block)
                     except OSError as e:  # a full disk: the full load decompresses in memory instead
-                        raise _Layout(f"cannot write the decompressed text ({e})") from None
+                        raise LayoutError(f"cannot write the decompressed text ({e})") from None
         with open(tmp or path, "rb") as f:
             if os.fstat(f.fileno()).st_size == 0:
                 raise TraceFormatError(f"{path}: empty file, expected a JSON trace")
@@ -150,7 +150,7 @@ class Windows:
 
     Each window's text is parsed as one array, so its events are exactly the array's elements; the
     byte span of each event is found (by the separator regex of :mod:`traces.files`) only for a
-    window :meth:`load` reads from. Raises :class:`_Layout` when the layout is not Kineto's.
+    window :meth:`load` reads from. Raises :class:`LayoutError` when the layout is not Kineto's.
 
     Two processes can share the windows (:mod:`inductor_perf.summary.stream.fork`): ``stop`` (from
     :meth:`cut_near`) ends this one's iteration at a window boundary, ``begin`` (that boundary minus
@@ -169,7 +169,7 @@ class Windows:
         """Whether the window last yielded is envelopes."""
         self.start = tf.events_array_start(raw, unique=False)
         if self.start is None:
-            raise _Layout()
+            raise LayoutError()
         self.begin = self.start if begin is None else begin
         self.stop = stop
         self.header: dict | None = None
@@ -214,12 +214,12 @@ class Windows:
                 last = tf.split_last_events(raw, pos)
                 if last is None:
                     _raise_tail(raw, self.path, pos)
-                    raise _Layout()  # not strict JSON (NaN...): the full load reads it
+                    raise LayoutError()  # not strict JSON (NaN...): the full load reads it
                 body_end = last[2]
             else:
                 body_end = cut.start() + 1
             if tf.events_key_in(raw, pos, body_end):
-                raise _Layout()
+                raise LayoutError()
             text = _array_text(raw, pos, body_end)
             parsed = decode_envelopes(text) if self.typed else None
             self.enveloped = parsed is not None
@@ -227,7 +227,7 @@ class Windows:
                 try:
                     parsed = orjson.loads(text)
                 except orjson.JSONDecodeError:
-                    raise _Layout() from None
+                    raise LayoutError() from None
             del text
             self.firsts.append(count)
             self.sizes.append(len(parsed))
@@ -263,13 +263,13 @@ class Windows:
 
         close = tf._CLOSE.match(self.raw, end)
         if close is None:
-            raise _Layout()
+            raise LayoutError()
         try:
             header = orjson.loads(self.raw[:self.start] + self.raw[close.end() - 1:])
         except orjson.JSONDecodeError:
-            raise _Layout() from None
+            raise LayoutError() from None
         if not isinstance(header, dict) or header.get("traceEvents") != []:
-            raise _Layout()
+            raise LayoutError()
         return header
 
     def load(self, i: int) -> Any:
@@ -287,19 +287,19 @@ class Windows:
             if stop is None:
                 last = tf.split_last_events(self.raw, a)
                 if last is None:
-                    raise _Layout()
+                    raise LayoutError()
                 starts, ends = last[0], last[1]
             else:
                 starts, ends = tf.split_events(self.raw, a, stop)
             if len(starts) != self.sizes[w]:
-                raise _Layout()  # a separator inside a string: spans do not match events
+                raise LayoutError()  # a separator inside a string: spans do not match events
             self._spans = (w, starts, ends)
         _, starts, ends = self._spans
         j = i - self.firsts[w]
         try:
             return orjson.loads(self.raw[starts[j]:ends[j]])
         except orjson.JSONDecodeError:  # in a window msgspec took (a number past a double's range...)
-            raise _Layout("not strict JSON") from None
+            raise LayoutError("not strict JSON") from None
 
 
 def _raise_tail(raw: Any, path: str, pos: int) -> None:

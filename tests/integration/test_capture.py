@@ -468,16 +468,16 @@ def test_device_option_sets_the_peaks_of_the_capture(tmp_path):
 
 def test_profile_blocks_install_and_remove_symmetrically(tmp_path):
     from inductor_perf.capture import session as capture
-    from inductor_perf.tagging import markers
+    from inductor_perf.tagging import instrument
 
     outer, inner = capture.profile(tmp_path / "a"), capture.profile(tmp_path / "b")
     capture.install(outer)
     capture.install(inner)
-    assert markers.CALL_HOOK.session is inner and capture.capture_requested()
+    assert instrument.CALL_HOOK.session is inner and instrument.capture_requested()
     capture.uninstall(inner)
-    assert markers.CALL_HOOK.session is outer
+    assert instrument.CALL_HOOK.session is outer
     capture.uninstall(outer)
-    assert markers.CALL_HOOK.session is None and not markers.CALL_HOOK.active()
+    assert instrument.CALL_HOOK.session is None and not instrument.CALL_HOOK.active()
 
 
 def test_kineto_status_lines_are_kept_off_stderr(capfd):

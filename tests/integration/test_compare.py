@@ -13,8 +13,9 @@ import torch
 import torch.nn as nn
 
 from inductor_perf.cli import main
-from inductor_perf.comparison import (GRAD_ACCUM, OUTSIDE_MODEL, RUNTIME, Comparison, diff_files,
-                                   load_model_file)
+from inductor_perf.comparison.rows import Comparison
+from inductor_perf.comparison.runner import diff_files, load_model_file
+from inductor_perf.comparison.units import GRAD_ACCUM, OUTSIDE_MODEL, RUNTIME
 from inductor_perf.errors import InductorPerfError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

@@ -7,7 +7,7 @@ import pytest
 import torch
 from conftest import MLP, eager_flops, finish_child, graph_ids, new_graphs, start_child
 
-from inductor_perf.tagging.markers import parse_marker
+from inductor_perf.model.markers import parse_marker
 from inductor_perf.model.tags import evaluate
 
 COUNTERS_CHILD = r"""

@@ -193,7 +193,7 @@ def _upstream_copy(tmp_path):
 @pytest.fixture
 def stream_calls(monkeypatch):
     """The calls of the stream engine (it still runs: the spy passes them on)."""
-    from inductor_perf.augment import stream as fastpath
+    from inductor_perf.augment.stream import engine as fastpath
 
     calls, real = [], fastpath.augment_file_stream
 

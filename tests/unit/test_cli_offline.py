@@ -132,7 +132,7 @@ class _Tty(io.StringIO):
 
 
 def test_augment_progress_only_on_a_terminal_after_two_seconds(monkeypatch):
-    from inductor_perf.augment.stream import Progress
+    from inductor_perf.augment.stream.progress import Progress
 
     tty = _Tty()
     monkeypatch.setattr("sys.stderr", tty)

@@ -12,9 +12,10 @@ from types import SimpleNamespace
 import pytest
 
 from inductor_perf.costs import comm as cc
+from inductor_perf.model.event_cost import CommCost
 from inductor_perf.model import events as evs
-from inductor_perf.augment import stream as fastpath
 from inductor_perf.augment.stream import engine as stream
+from inductor_perf.augment.stream.progress import Progress
 from inductor_perf.augment.core import augment_file, augment_trace
 from inductor_perf.costs.from_shapes import costs_and_labels
 
@@ -58,9 +59,9 @@ def test_bus_factors_for_eight_ranks():
     want = {"all_reduce": 1.75, "all_gather": 0.875, "reduce_scatter": 0.875, "all_to_all": 0.875,
             "broadcast": 1.0, "reduce": 1.0, "send_recv": 1.0}
     for op, f in want.items():
-        assert cc.CommCost(op, 1, 8, "kernel").bus_factor == f
-    assert cc.CommCost("barrier", 1, 8, "kernel").bus_factor is None
-    assert cc.CommCost("all_reduce", 1, None, "kernel").bus_factor is None
+        assert CommCost(op, 1, 8, "kernel").bus_factor == f
+    assert CommCost("barrier", 1, 8, "kernel").bus_factor is None
+    assert CommCost("all_reduce", 1, None, "kernel").bus_factor is None
 
 
 @pytest.mark.parametrize("name, op", [
@@ -244,7 +245,7 @@ def test_real_traces_collectives_and_engines(name, workers, tmp_path, monkeypatc
     monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0 if workers else 1 << 62)
     full, fast = str(tmp_path / "full.json"), str(tmp_path / "fast.json")
     s_full = augment_file(src, full, engine="full")
-    s_fast = fastpath.augment_file_stream(src, fast, None, fastpath.Progress(False))  # no fallback
+    s_fast = stream.augment_file_stream(src, fast, None, Progress(False))  # no fallback
     assert s_fast is not None
     s_fast.worker_maxrss_kb, s_fast.stage_marks = None, ()
     a, b, raw = _load(full), _load(fast), _load(src)

@@ -9,8 +9,10 @@ import json
 
 import pytest
 
-from inductor_perf.comparison import (GRAD_ACCUM, OUTSIDE_MODEL, UNATTRIBUTED, compare_units, diff_files,
-                                   diff_traces, trace_units)
+from inductor_perf.comparison.rows import compare_units
+from inductor_perf.comparison.runner import diff_files, diff_traces
+from inductor_perf.comparison.units import GRAD_ACCUM, OUTSIDE_MODEL, trace_units
+from inductor_perf.report.text import UNATTRIBUTED
 from inductor_perf.model.tags import aten_op_name as op_name
 from inductor_perf.errors import InductorPerfError
 from inductor_perf.traces.files import save_trace

@@ -21,7 +21,10 @@ from json_close import differences
 
 from inductor_perf.summary.stream import engine as summary_stream
 from inductor_perf.cli import main
-from inductor_perf.comparison import compare_units, diff_files, diff_traces, sides, trace_units
+from inductor_perf.comparison import sides
+from inductor_perf.comparison.rows import compare_units
+from inductor_perf.comparison.runner import diff_files, diff_traces
+from inductor_perf.comparison.units import trace_units
 from inductor_perf.comparison.sides import aggregate_units
 from inductor_perf.errors import TraceFormatError
 

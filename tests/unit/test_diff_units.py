@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from inductor_perf.comparison import GRAD_ACCUM, OUTSIDE_MODEL, diff_files, diff_traces
+from inductor_perf.comparison.runner import diff_files, diff_traces
+from inductor_perf.comparison.units import GRAD_ACCUM, OUTSIDE_MODEL
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -17,13 +17,14 @@ import warnings
 import pytest
 
 from inductor_perf.augment import core as A
-from inductor_perf.augment import args as cost_args, stream as fastpath
+from inductor_perf.augment import args as cost_args
 from inductor_perf.traces import files as tf
 from inductor_perf.model import events as evs
 from inductor_perf.augment.stream import parse as P
 from inductor_perf.augment.stream import render as R
 from inductor_perf.augment.stream import engine as S
 from inductor_perf.augment.stream import worker as W
+from inductor_perf.augment.stream.progress import Progress
 
 pytest.importorskip("orjson")
 
@@ -58,7 +59,7 @@ def processes(request, monkeypatch):
 
 def _stream(src, dst):
     """The stream engine itself (no fallback): its stats, or None when it declines the layout."""
-    return fastpath.augment_file_stream(str(src), str(dst), None, fastpath.Progress(False))
+    return S.augment_file_stream(str(src), str(dst), None, Progress(False))
 
 
 def _both(src, tmp_path, ext=".json"):
@@ -210,13 +211,13 @@ def test_empty_events_fast(tmp_path):
 
 def test_size_threshold_picks_path(generated, tmp_path, monkeypatch):
     calls = []
-    real = fastpath.augment_file_stream
+    real = S.augment_file_stream
 
     def spy(*a, **k):
         calls.append(a[0])
         return real(*a, **k)
 
-    monkeypatch.setattr(fastpath, "augment_file_stream", spy)
+    monkeypatch.setattr(S, "augment_file_stream", spy)
     A.augment_file(generated, str(tmp_path / "a.json"))  # ~5 MB: below the threshold
     assert calls == []
     monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", 1)

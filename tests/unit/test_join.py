@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from inductor_perf.model.events import nest_columns, nest_threads, new_columns
-from inductor_perf.tagging.markers import marker_name
+from inductor_perf.model.markers import marker_name
 from inductor_perf.costs.from_tags import costs_from_tags
 from inductor_perf.model.tags import GraphTags, KernelTag, NodeInfo
 

@@ -14,7 +14,7 @@ from inductor_perf.model.kernel_kinds import KIND_COLLECTIVE, KIND_MATMUL
 from inductor_perf.ranks.files import cross_rank_files
 from inductor_perf.report.ranks import format_ranks
 from inductor_perf.summary.comm import comm_view
-from inductor_perf.summary.kernels import _Ev
+from inductor_perf.summary.kernels import ParsedEvent
 
 SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces", "two_ranks")
 EPOCH = 1.7e15  # µs since 1970 (Nov 2023): the epoch clock, as GPU traces have
@@ -133,9 +133,9 @@ def test_missing_ranks_and_rank_from_file_name(tmp_path):
 
 def test_comm_view_host_collectives_by_hand():
     """gloo: the collective is the ``gloo:all_reduce`` annotation on gloo's thread."""
-    mm = _Ev("addmm", "cpu_op", 1, 1, 0.0, 50.0, {})
-    step = _Ev("ProfilerStep#3", "user_annotation", 1, 1, 0.0, 200.0, {})
-    gloo = _Ev("gloo:all_reduce", "user_annotation", 1, 2, 40.0, 100.0,
+    mm = ParsedEvent("addmm", "cpu_op", 1, 1, 0.0, 50.0, {})
+    step = ParsedEvent("ProfilerStep#3", "user_annotation", 1, 1, 0.0, 200.0, {})
+    gloo = ParsedEvent("gloo:all_reduce", "user_annotation", 1, 2, 40.0, 100.0,
                {"Input Dims": [[676]], "Input type": ["float"]})
     v = comm_view([mm], {id(mm): KIND_MATMUL}, [step, gloo, mm], 0.0)
     assert v.source == "host"
@@ -147,8 +147,8 @@ def test_comm_view_host_collectives_by_hand():
 
 
 def test_comm_view_device_wins_over_host_annotations():
-    k = _Ev(NCCL, "kernel", 0, 9, 0.0, 10.0, {"comm_op": "all_reduce", "comm_bytes": 8, "group_size": 2})
-    gloo = _Ev("gloo:all_reduce", "user_annotation", 1, 2, 0.0, 100.0, {})
+    k = ParsedEvent(NCCL, "kernel", 0, 9, 0.0, 10.0, {"comm_op": "all_reduce", "comm_bytes": 8, "group_size": 2})
+    gloo = ParsedEvent("gloo:all_reduce", "user_annotation", 1, 2, 0.0, 100.0, {})
     v = comm_view([k], {id(k): KIND_COLLECTIVE}, [gloo], 0.0)
     assert v.source == "device" and v.comm_us == 10 and v.collectives[0].busbw_gbps == pytest.approx(8 / 10e3)
 

@@ -16,7 +16,8 @@ from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 
 from inductor_perf.summary import idle as summary_idle
 from inductor_perf.augment.args import roof_figures
-from inductor_perf.augment.stream.render import _IN_RANGE, achieved_pcts, binding_roof
+from inductor_perf.augment.stream.render import achieved_pcts, binding_roof
+from inductor_perf.roofline.point import INLINE_RANGE
 from inductor_perf.roofline.point import (
     DEFAULT_LATENCY_BYTES,
     DEFAULT_LATENCY_PCT,
@@ -31,7 +32,7 @@ def _one_by_one(durs, flops, nbytes, peak, bw, roof, inline):
     time = fp = fp_time = bp = bp_time = 0.0
     bounds: dict[str, float] = {}
     for dur in durs:
-        if inline and _IN_RANGE[0] <= dur <= _IN_RANGE[1]:
+        if inline and INLINE_RANGE[0] <= dur <= INLINE_RANGE[1]:
             fpct, bpct, bound = achieved_pcts(flops, nbytes, dur, peak, bw, roof)
         else:
             fpct, bpct, bound = roof_figures(flops, nbytes, dur, peak, bw)
@@ -57,7 +58,7 @@ CASES = {
     "memory first, then latency": (0, MIB2, [1.0, 5.0, 40.0]),
     "compute-bound GEMM": (2 * 4096**3, 3 * 4096**2 * 2, [150.0, 160.0, 1e5]),
     "nothing done (no roof)": (0, 0, [1.0, 2.0]),
-    "a duration under the inline range": (1000, 10**6, [1.0, _IN_RANGE[0] / 10, 3.0]),
+    "a duration under the inline range": (1000, 10**6, [1.0, INLINE_RANGE[0] / 10, 3.0]),
 }
 
 

@@ -14,7 +14,7 @@ import pytest
 from inductor_perf.model import events as evs
 from inductor_perf.augment.core import augment_file, device_from_trace
 from inductor_perf.cli import main
-from inductor_perf.comparison import diff_files
+from inductor_perf.comparison.runner import diff_files
 from inductor_perf.report.text import format_summary
 from inductor_perf.summary.core import summarize
 from inductor_perf.augment.in_memory import is_costed, with_costs

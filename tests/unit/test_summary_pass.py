@@ -42,7 +42,7 @@ def _plain(v):
         return (v.typecode, v.tolist())
     if isinstance(v, (set, frozenset)):
         return sorted(map(repr, v))
-    if hasattr(v, "__slots__") and not isinstance(v, type):  # _Ev
+    if hasattr(v, "__slots__") and not isinstance(v, type):  # ParsedEvent
         return (type(v).__name__, [(s, _plain(getattr(v, s, None))) for s in v.__slots__ if s != "parent"])
     return v
 

@@ -166,7 +166,7 @@ def test_cpu_trace_falls_back_to_full_load():
 def test_without_orjson_same_summary(generated, monkeypatch):
     """The pure-Python fallback (no orjson wheel): the full load with the json module, same numbers."""
     with_orjson = summarize_file(str(generated["kineto"]), engine="auto").summary.to_dict()
-    monkeypatch.setattr(tf, "_orjson", lambda: None)
+    monkeypatch.setattr(tf, "orjson_or_none", lambda: None)
     monkeypatch.setitem(sys.modules, "orjson", None)  # `import orjson` raises ImportError
     assert summary_stream.summarize_file_stream(str(generated["kineto"])) is None
     without = summarize_file(str(generated["kineto"]), engine="stream").summary.to_dict()

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from inductor_perf.tagging.markers import MARKER_PREFIX, marker_name, parse_marker
+from inductor_perf.model.markers import MARKER_PREFIX, marker_name, parse_marker
 from inductor_perf.tagging.module_paths import normalize_module_path
 from inductor_perf.tagging.collector import innermost_frame
 from inductor_perf.model.tags import GraphTags, KernelTag, NodeInfo, evaluate

@@ -29,8 +29,8 @@ def strict_loads(data: bytes) -> dict:
 @pytest.fixture(params=["orjson", "stdlib"])
 def backend(request, monkeypatch):
     if request.param == "stdlib":
-        monkeypatch.setattr(tf, "_orjson", lambda: None)
-    elif tf._orjson() is None:
+        monkeypatch.setattr(tf, "orjson_or_none", lambda: None)
+    elif tf.orjson_or_none() is None:
         pytest.skip("orjson not installed (optional extra 'fast')")
     return request.param
 

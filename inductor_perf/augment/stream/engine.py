@@ -15,9 +15,9 @@ import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from ...model.event_cost import AugmentStats, EventCost
 from ...traces import files as tf
 from ..args import device_from_trace, roofline_classify
-from ...model.event_cost import AugmentStats, EventCost
 from .clock import StageClock
 from .gzip_out import write_gzip_parts
 from .parse import join_range

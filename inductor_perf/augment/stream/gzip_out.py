@@ -9,8 +9,8 @@ import logging
 import zlib
 from typing import Any, Callable
 
-from ...traces import files as tf
 from ...model.event_cost import AugmentStats
+from ...traces import files as tf
 from .clock import StageClock
 from .render import Pieces, crc_and_size
 from .worker import Worker, WorkerGone, add_counts

@@ -8,14 +8,15 @@ import zlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from ...model import events as evs
-from ...traces import files as tf
 from ...costs.comm import comm_args
-from ..args import args_for, augment_event, device_bandwidth, device_peak, roof_bandwidth, static_args
+from ...model import events as evs
 from ...model.event_cost import AugmentStats, EventCost
 from ...roofline.point import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
 from ...roofline.point import DEFAULT_LATENCY_PCT as _LATENCY_PCT
 from ...roofline.point import DEFAULT_LATENCY_US as _LATENCY_US
+from ...roofline.point import INLINE_INT_LIMIT, INLINE_RANGE
+from ...traces import files as tf
+from ..args import args_for, augment_event, device_bandwidth, device_peak, roof_bandwidth, static_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from .progress import Progress
@@ -66,13 +67,12 @@ def roofs_for(device: Any, costs: Iterable[EventCost]) -> Roofs | None:
 # args_for costs 3.0 µs an event against 0.64 µs inline (timeit, 2-core x86 VM), and on
 # bench/gen_trace.py's 300k-event trace (44k kernels augmented) the stream engine in one process
 # takes 1.37 s of CPU with it against 1.48 s without (-8 %; mean of 5 alternating runs).
-_SAFE_INT = 1 << 53  # below this every int converts to float exactly
-_IN_RANGE = (1e-6, 1e12)  # durations (µs) and peaks (TFLOP/s, GB/s) the inline roofline takes
+# It is taken only within roofline.point.INLINE_INT_LIMIT and INLINE_RANGE, where it gives classify's answer.
 
 
 def binding_roof(flops: int, nbytes: int, peak_tflops: float, bandwidth_gbs: float) -> str | None:
     """The roof that binds a kernel under :func:`roofline.point.classify`'s rule (peaks within
-    :data:`_IN_RANGE`, counts in ``[0, 2**53)``): None (nothing done), "compute" or "memory"."""
+    :data:`INLINE_RANGE`, counts in ``[0, 2**53)``): None (nothing done), "compute" or "memory"."""
     if flops == 0 and nbytes == 0:
         return None
     if nbytes == 0:
@@ -85,7 +85,7 @@ def binding_roof(flops: int, nbytes: int, peak_tflops: float, bandwidth_gbs: flo
 def args_inline(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: int, dur_us: float,
                 peak_tflops: float, bandwidth_gbs: float, roof: str | None) -> dict[str, Any]:
     """:func:`augment.args.args_for` for the common case, without building a
-    :class:`roofline.point.RooflinePoint`: ``dur_us`` and both peaks within :data:`_IN_RANGE`, counts in
+    :class:`roofline.point.RooflinePoint`: ``dur_us`` and both peaks within :data:`INLINE_RANGE`, counts in
     ``[0, 2**53)`` (so every ratio is finite), ``roof`` from :func:`binding_roof`. Same arithmetic, in
     the same order, as :func:`roofline.point.classify` (tests/unit/test_fast_path.py checks it against
     classify on a sweep)."""
@@ -188,12 +188,12 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
     # The worker's device is a Roofs: every peak it asks for is in the cache already.
     peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is Roofs else {}
     bandwidth = device_bandwidth(device)
-    enc = tf._encoder()
+    enc = tf.json_encoder()
     from orjson import dumps  # for the achieved numbers alone: floats and a str, which it always encodes
 
     static: dict[int, tuple] = {}  # id(cost) -> hbm_entry(cost), which holds the cost
     on_device: dict[str, bool] = {}  # event category -> whether the device's roofs apply to it
-    bw_ok = bandwidth is not None and _IN_RANGE[0] <= bandwidth <= _IN_RANGE[1]
+    bw_ok = bandwidth is not None and INLINE_RANGE[0] <= bandwidth <= INLINE_RANGE[1]
     scope_cats = evs.CPU_SCOPE_CATS
     labels = labels or {}
     label_bodies: dict[int, tuple[Mapping[str, Any], bytes]] = {}  # the labels are shared dicts: encoded once
@@ -239,7 +239,7 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
                 astats.nonpositive_dur += 1
                 dur = None
         astats.events_augmented += 1
-        if inline and use_device and dur is not None and _IN_RANGE[0] <= dur <= _IN_RANGE[1]:
+        if inline and use_device and dur is not None and INLINE_RANGE[0] <= dur <= INLINE_RANGE[1]:
             tail_b = tails.get(id(label))
             if tail_b is None:
                 after = {**tail, **label} if label else tail  # label keys are never cost keys
@@ -264,8 +264,8 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
             peak = peak_cache[key]
         # The inline roofline is used where no ratio can overflow or underflow to 0 (classify's
         # _finite() checks are then no-ops); anything else goes through classify itself.
-        inline = (peak is not None and bw_ok and 0 <= flops < _SAFE_INT and 0 <= nbytes < _SAFE_INT
-                  and _IN_RANGE[0] <= peak <= _IN_RANGE[1])
+        inline = (peak is not None and bw_ok and 0 <= flops < INLINE_INT_LIMIT and 0 <= nbytes < INLINE_INT_LIMIT
+                  and INLINE_RANGE[0] <= peak <= INLINE_RANGE[1])
         if inline:
             roof = binding_roof(flops, nbytes, peak, bandwidth)
         return (cost, head, tail, flops, nbytes, enc(head)[1:-1] + b",", peak, roof, inline, {})

@@ -13,8 +13,8 @@ import warnings
 from array import array
 from typing import Any, Callable
 
-from ...traces import files as tf
 from ...model.event_cost import AugmentStats
+from ...traces import files as tf
 from .clock import StageClock
 from .parse import join_range
 from .render import Pieces, crc_and_size, emit
@@ -208,7 +208,7 @@ def worker_main(clock: StageClock, raw: bytes, gz: bool, start: int, cut: int, j
     if where is None:
         return
     path, offset = where
-    with open(path, "r+b", buffering=tf._WRITE_BUFFER) as out:
+    with open(path, "r+b", buffering=tf.WRITE_BUFFER_BYTES) as out:
         out.seek(offset)
         out.writelines(pieces)
     clock.mark("worker wrote its part")

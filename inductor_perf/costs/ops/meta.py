@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ... import config
+from .fbgemm import ext_cost_or_reason, ext_formula
 from .formulas import (ATEN_PREFIX, BAD_SHAPES, NO_SHAPES, OP_FORMULAS, SCATTER_WRITES, UNKNOWN_DTYPE, UNKNOWN_OP,
                        OpCost, Refused, _import_torch_elsewhere, lower_bound, parse_dtype_name, reads_converted_input,
                        recorded, scatter_accumulates)
 from .formulas import op_cost_or_reason as formula_cost_or_reason
-from .fbgemm import ext_cost_or_reason, ext_formula
 
 log = logging.getLogger(__name__)
 
@@ -269,9 +269,9 @@ def _flops(op: Any, values: list[Any], kwargs: dict, out: Any, read_ts: list[Any
     output element for pointwise ops, 1 per input element for reductions, else 0."""
     import torch
 
-    from ...tagging import node_costs as costs
+    from .convention import REDUCTIONS, ZERO_FLOP_POINTWISE, matmul_formula
 
-    formula = costs._overload_formula(op)
+    formula = matmul_formula(op)
     if formula is not None:
         from torch.utils.flop_counter import flop_registry
 
@@ -281,13 +281,13 @@ def _flops(op: Any, values: list[Any], kwargs: dict, out: Any, read_ts: list[Any
         return 0, 0
     name = op.overloadpacket.__name__
     base = name[len("_foreach_"):] if name.startswith("_foreach_") else name
-    if base in costs._REDUCTIONS or base.rstrip("_") in costs._REDUCTIONS or torch.Tag.reduction in op.tags:
+    if base in REDUCTIONS or base.rstrip("_") in REDUCTIONS or torch.Tag.reduction in op.tags:
         first = _tensors(values[0]) if values else []
         return sum(t.numel() for t in first), 0
     pointwise = torch.Tag.pointwise in op.tags
     if not pointwise and base != name:  # a _foreach_ op counts as its per-tensor op
         pointwise = any(torch.Tag.pointwise in o.tags for o in _overloads(base.rstrip("_")))
-    if pointwise and base.rstrip("_") not in costs._ZERO_FLOP_POINTWISE and name not in costs._ZERO_FLOP_POINTWISE:
+    if pointwise and base.rstrip("_") not in ZERO_FLOP_POINTWISE and name not in ZERO_FLOP_POINTWISE:
         written = _tensors(out) or read_ts
         return sum(t.numel() for t in written), 0
     return 0, 0

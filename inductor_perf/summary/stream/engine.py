@@ -9,7 +9,7 @@ blocks) and read in windows of :data:`WINDOW_BYTES`; each window's events are pa
 one array, fed to the cost join (:class:`~inductor_perf.costs.from_shapes.CostJoin`, as ``augment`` costs a
 raw trace) and to :class:`_Pass`, which keeps:
 
-- each device event as a small :class:`~inductor_perf.summary.kernels._Ev` (launch-config args
+- each device event as a small :class:`~inductor_perf.summary.kernels.ParsedEvent` (launch-config args
   dropped), with its event index for its cost;
 - each host thread's events as four flat arrays (start, duration, name, category), nested into the
   forest idle attribution walks only for the threads that launched a kernel next to a gap;
@@ -37,9 +37,9 @@ from typing import Any, Callable, Iterator
 
 from ...model import events as evs
 from ...traces import files as tf
-from ..kernels import _Ev, _hashable
+from ...traces.windows import WINDOW_BYTES, Windows, LayoutError, mapped_text
+from ..kernels import ParsedEvent, _hashable
 from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _MARKS, _NO_ARGS, _RUNTIME_CATS, _STEP, _STEP_PREFIX, read_batch
-from ...traces.windows import WINDOW_BYTES, Windows, _Layout, mapped_text
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ STREAM_MIN_BYTES = 50_000_000
 
 class _HostNode:
     """A host event in a thread's forest: what idle attribution reads of it (name, category, span,
-    nesting), in fewer bytes than a :class:`~inductor_perf.summary.kernels._Ev`."""
+    nesting), in fewer bytes than a :class:`~inductor_perf.summary.kernels.ParsedEvent`."""
 
     __slots__ = ("name", "cat", "ts", "end", "parent", "children")
     is_kernel = False
@@ -174,7 +174,7 @@ class _Pass:
         self.skipped: dict[str, int] = defaultdict(int)
         self.w0 = float("inf")
         self.w1 = float("-inf")
-        self.kernels: list[_Ev] = []
+        self.kernels: list[ParsedEvent] = []
         self.kernel_index = array("q")
         """Each kernel's event index (its cost's key)."""
         self.kernel_corr: list[Any] = []
@@ -184,7 +184,7 @@ class _Pass:
         self.threads = _Threads()
         self.by_corr: dict[Any, tuple[Any, Any]] = {}
         self.graph_launches = False
-        self.steps: list[_Ev] = []
+        self.steps: list[ParsedEvent] = []
         """The host events the tables read besides the forest: ``ProfilerStep#N`` ranges and host
         collectives (:data:`_HOST_COLLECTIVES`), in file order."""
         self.costed = False
@@ -244,7 +244,7 @@ class _Pass:
         if cls == 1:
             slim = {k: v for k, v in args.items() if k not in _DROP_ARGS} or _NO_ARGS
             name = self._kernel_names.setdefault(name, name)
-            k = _Ev(name, cat, pid, tid, ts, dur, slim)
+            k = ParsedEvent(name, cat, pid, tid, ts, dur, slim)
             k.children = _LEAF  # a device event nests nothing: no list per kernel
             self.kernels.append(k)
             self.kernel_index.append(i)
@@ -259,7 +259,7 @@ class _Pass:
                 if cat != "hip_runtime" and "GraphLaunch" in name:
                     self.graph_launches = True
             elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
-                self.steps.append(_Ev(name, cat, pid, tid, ts, dur, args))
+                self.steps.append(ParsedEvent(name, cat, pid, tid, ts, dur, args))
 
 
 def _pass_state(seen: _Pass) -> Iterator[Any]:
@@ -268,7 +268,7 @@ def _pass_state(seen: _Pass) -> Iterator[Any]:
     yield (seen.used, dict(seen.skipped), seen.w0, seen.w1, seen.by_corr, seen.graph_launches, seen.steps, seen.costed)
     seen.by_corr, seen.steps = {}, []
     ks, seen.kernels = seen.kernels, []
-    # columns, not _Ev objects: ~10x faster to pickle and unpickle; equal categories and ids shared
+    # columns, not ParsedEvent objects: ~10x faster to pickle and unpickle; equal categories and ids shared
     # (pickle then writes each once, and the parent gets one object each), keyed by type too (1 != 1.0)
     one: dict[Any, Any] = {}
     share = one.setdefault
@@ -296,7 +296,7 @@ def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
     seen.costed = seen.costed or costed
     names, cats, pids, tids, ts, dur, args, index, corr = parts.pop(0)
     add, no_args = seen.kernels.append, _NO_ARGS
-    for k in map(_Ev, names, cats, pids, tids, ts, dur, [a if a is not None else no_args for a in args]):
+    for k in map(ParsedEvent, names, cats, pids, tids, ts, dur, [a if a is not None else no_args for a in args]):
         k.children = _LEAF
         add(k)
     del names, cats, pids, tids, ts, dur, args
@@ -318,7 +318,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
         events.typed = False  # the methods take dicts
     for batch in events:
         if seen.costed:
-            # an augmented trace's costs are its own (summary.stream.finish._costs): the join's
+            # an augmented trace's costs are its own (summary.stream.finish.pass_costs): the join's
             # are never read, so the rest of the file skips it (and is read as dicts, which _Pass.add takes)
             events.typed = False
             enveloped = events.enveloped
@@ -334,7 +334,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
                 stage(f"summarizing: {i:,} events read")
             continue
         if fused:
-            i = _read_batch(batch, i, join, seen, routes, events, ops)
+            i = read_window_batch(batch, i, join, seen, routes, events, ops)
         else:
             for ev in batch:
                 if type(ev) is dict and ev.get("ph") == "X":
@@ -352,9 +352,9 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
     return i
 
 
-def _read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events: Windows,
+def read_window_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events: Windows,
                 ops: dict | None = None) -> int:
-    """:func:`~inductor_perf.summary.stream.loop.read_batch` of a window of ``events``; :class:`_Layout` when an
+    """:func:`~inductor_perf.summary.stream.loop.read_batch` of a window of ``events``; :class:`LayoutError` when an
     event's args that msgspec took are not strict JSON to orjson (a number past a double's range), as
     orjson parsing that window whole would have found."""
     import orjson
@@ -362,7 +362,7 @@ def _read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events:
     try:
         return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None, ops)
     except orjson.JSONDecodeError:
-        raise _Layout("not strict JSON") from None
+        raise LayoutError("not strict JSON") from None
 
 
 def _worker_part(events: Windows) -> Iterator[Any]:
@@ -397,18 +397,18 @@ def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
     whole. ``label_of(header)`` gives the summary's label from the trace's header (its object with
     ``traceEvents`` empty). ``light``: only what the cross-rank view reads
     (:mod:`inductor_perf.summary.light`)."""
-    if tf._orjson() is None:
+    if tf.orjson_or_none() is None:
         return None
     try:
         return _stream(path, device, top, label_of, stage, light)
-    except _Layout as e:
+    except LayoutError as e:
         log.info("%s: not streamed (%s)", path, e or "layout")
         return None
 
 
 def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | None],
             stage: Callable[[str], None] | None, light: bool = False) -> tuple[Any, Any] | None:
-    """:func:`summarize_file_stream`'s pass; raises :class:`_Layout` for a file it does not take. A
+    """:func:`summarize_file_stream`'s pass; raises :class:`LayoutError` for a file it does not take. A
     large file's later windows are read by a forked worker (:mod:`inductor_perf.summary.stream.fork`)."""
     from ...costs.from_shapes import CostJoin
     from .fork import start_worker
@@ -441,7 +441,7 @@ def _take(worker: Any, events: Windows, join: Any, seen: _Pass, i: int, stage: C
     """Merge what the worker read (its windows come after ``events``', its events after event
     ``i - 1``) into ``events``, ``join`` and ``seen``; read its windows here if it failed. The index
     after the last event."""
-    parts = worker.receive()  # raises the worker's TraceFormatError / _Layout
+    parts = worker.receive()  # raises the worker's TraceFormatError / LayoutError
     if parts is None:
         log.warning("the summary worker failed; reading its part of the trace here")
         rest = Windows(events.raw, events.path, events.window, begin=worker.cut - 1, typed=events.typed)

@@ -14,19 +14,20 @@ from itertools import compress, repeat
 from operator import attrgetter, mul
 from typing import Any, Callable
 
-from ...model import events as evs
 from ...augment.args import roof_figures
-from ...augment.stream.render import _IN_RANGE, _SAFE_INT, binding_roof
+from ...augment.in_memory import recorded_costs_note
+from ...augment.stream.render import binding_roof
+from ...model import events as evs
 from ...model.kernel_kinds import KIND_COLLECTIVE
 from ...roofline.point import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
 from ...roofline.point import DEFAULT_LATENCY_PCT as _LATENCY_PCT
 from ...roofline.point import DEFAULT_LATENCY_US as _LATENCY_US
+from ...roofline.point import INLINE_INT_LIMIT, INLINE_RANGE
 from ..core import static_sums
 from ..coverage import Coverage
 from ..idle import BusyWindow, idle_tables, window_of, with_next_sources
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
 from ..steps import profiler_steps
-from ...augment.in_memory import recorded_costs_note
 
 _dur = attrgetter("dur")
 _NO_ARGS: dict[str, Any] = {}
@@ -36,7 +37,7 @@ _NO_COSTS = ("this trace carries no costs and records no shapes to compute them 
              "profile with record_shapes=True")
 
 
-def _costs(seen: Any, join: Any, header: dict) -> tuple[dict, dict, str | None, bool]:
+def pass_costs(seen: Any, join: Any, header: dict) -> tuple[dict, dict, str | None, bool]:
     """(costs, labels, costs note, whether to apply them): as
     :func:`inductor_perf.augment.in_memory.with_costs` decides for a loaded trace."""
     if seen.costed:
@@ -126,9 +127,9 @@ class _Sums:
         kind = self.totals.kind_of(k.name, k.cat, args)
         if kind == KIND_COLLECTIVE:
             return None  # a collective keeps all its args (the collective tables read them)
-        lo, hi = _IN_RANGE
+        lo, hi = INLINE_RANGE
         inline = (peak is not None and bw is not None and lo <= peak <= hi and lo <= bw <= hi
-                  and 0 <= flops < _SAFE_INT and 0 <= nbytes < _SAFE_INT)
+                  and 0 <= flops < INLINE_INT_LIMIT and 0 <= nbytes < INLINE_INT_LIMIT)
         roof = binding_roof(flops, nbytes, peak, bw) if inline else None
         st = static_sums(args)
         # made now, as the first kernel of this digest is filed: the tables' rows and the dtypes'
@@ -172,7 +173,7 @@ def _achieved_sums(durs: list[float], flops: int, nbytes: int, peak: float | Non
     :func:`~inductor_perf.augment.stream.render.achieved_pcts` (the same expressions, so the same floats)
     when every duration is within its range, else of :func:`~inductor_perf.augment.args.roof_figures`
     kernel by kernel (rare: no device peaks, or a duration under a picosecond)."""
-    lo, hi = _IN_RANGE
+    lo, hi = INLINE_RANGE
     if not (inline and lo <= min(durs) and max(durs) <= hi):
         return _achieved_sums_each(durs, flops, nbytes, peak, bw)
     time = sum(durs)
@@ -284,7 +285,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
 
     if stage is not None:
         stage("summarizing: placing costs")
-    costs, labels, costs_note, apply = _costs(seen, held.pop(), header)
+    costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
     peak_cache: dict[Any, Any] = {}
     static: dict[int, tuple] = {}
     bandwidth = device_bandwidth(device)

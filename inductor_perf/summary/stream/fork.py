@@ -27,10 +27,10 @@ import os
 import pickle
 from typing import Any, Callable, Iterator
 
-from ...errors import TraceFormatError
 from ...augment.stream.clock import StageClock
 from ...augment.stream.worker import Worker, WorkerGone, put
-from ...traces.windows import Windows, _Layout, envelope_decoder
+from ...errors import TraceFormatError
+from ...traces.windows import Windows, LayoutError, envelope_decoder
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +88,7 @@ class PassWorker:
         """All its parts (nothing is merged before the last one is here: a worker that fails midway
         leaves nothing half-merged), kept pickled until the worker has exited (its memory is given back
         before its objects are rebuilt here); None when it died or failed (the caller reads its
-        windows). Raises the TraceFormatError or :class:`_Layout` its windows gave."""
+        windows). Raises the TraceFormatError or :class:`LayoutError` its windows gave."""
         frames = []
         try:
             while True:
@@ -98,7 +98,7 @@ class PassWorker:
                 if tag == _FORMAT:
                     raise TraceFormatError(pickle.loads(data))
                 if tag == _LAYOUT:
-                    raise _Layout(pickle.loads(data))
+                    raise LayoutError(pickle.loads(data))
                 frames.append(data)
         except (OSError, EOFError):
             self.close(kill=True)
@@ -189,7 +189,7 @@ def _worker_main(clock: StageClock, raw: Any, path: str, window: int, typed: boo
     except TraceFormatError as e:
         _put(tx, _FORMAT, str(e))
         return
-    except _Layout as e:
+    except LayoutError as e:
         _put(tx, _LAYOUT, str(e))
         return
     frames = [_pickled(first)]

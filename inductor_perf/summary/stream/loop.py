@@ -26,10 +26,10 @@ from array import array
 from functools import lru_cache
 from typing import Any, Callable
 
+from ...costs.launch import COPY, GRAPH_LAUNCHES, KERNEL, RUNTIME, kind_of_category, id_key, copy_of
 from ...model import events as evs
-from ...costs.launch import COPY, GRAPH_LAUNCHES, KERNEL, RUNTIME, _cat_kind, _k, copy_of
 from ..comm import HOST_PREFIXES
-from ..kernels import _Ev, _hashable
+from ..kernels import ParsedEvent, _hashable
 
 _DROP_ARGS = frozenset({"queued", "device", "context", "stream", "correlation", "External id", "registers per thread",
                         "shared memory", "blocks per SM", "warps per SM", "grid", "block",
@@ -135,7 +135,7 @@ def _route(cat: str, seen: Any) -> tuple[int, int]:
     cls = seen._classify(cat)
     if cls == 3 and cat in _RUNTIME_CATS:
         cls = _P_RUNTIME
-    return _cat_kind(cat), cls
+    return kind_of_category(cat), cls
 
 
 def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tuple[int, int]],
@@ -209,7 +209,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
             if jk == RUNTIME:
                 corr = args.get("correlation")
                 if corr is not None:
-                    runtime_by_corr[corr if type(corr) is int else _k(corr)] = i
+                    runtime_by_corr[corr if type(corr) is int else id_key(corr)] = i
                 if name in GRAPH_LAUNCHES:
                     graph_launches.add(i)
             else:
@@ -257,7 +257,7 @@ def _index_device(join: Any, i: int, jk: int, name: str, args: dict, ts: float, 
     """``LaunchIndex.index`` (and ``CostJoin.cost``) of device event ``i``, a kernel or a copy (``jk``)
     with plain fields: 1 for a kernel (counted), 0 for a copy."""
     corr = args.get("correlation")
-    join.kernels[i] = (corr if type(corr) is int else _k(corr) if corr is not None else None,
+    join.kernels[i] = (corr if type(corr) is int else id_key(corr) if corr is not None else None,
                        args.get("External id"), jdur)
     if jk == COPY:
         join.copies[i] = copy_of(name, args)
@@ -271,7 +271,7 @@ def _keep_kernel(seen: Any, i: int, name: str, cat: str, pid: Any, tid: Any, ts:
                  args: dict) -> None:
     """The end of ``_Pass.add`` for a device event with plain fields and a positive duration."""
     slim = _NO_ARGS if args.keys() <= _DROP_ARGS else {k: v for k, v in args.items() if k not in _DROP_ARGS}
-    k = _Ev(seen._kernel_names.setdefault(name, name), cat, pid, tid, ts, dur, slim)
+    k = ParsedEvent(seen._kernel_names.setdefault(name, name), cat, pid, tid, ts, dur, slim)
     k.children = _LEAF  # a device event nests nothing: no list per kernel
     seen.kernels.append(k)
     seen.kernel_index.append(i)
@@ -314,4 +314,4 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
         if cat != "hip_runtime" and "GraphLaunch" in name:
             seen.graph_launches = True
     elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
-        seen.steps.append(_Ev(name, cat, pt[0], pt[1], ts, dur, args))
+        seen.steps.append(ParsedEvent(name, cat, pt[0], pt[1], ts, dur, args))

@@ -1,8 +1,6 @@
-"""Runtime markers: one profiler range per compiled-graph call, naming the graph instance.
-
-The marker lets a trace's kernel events join exactly to their compile-time tags: forward and
-backward, repeated kernels, identical subgraphs, graph breaks and cache hits all get distinct
-instance ids, and under dynamic shapes the marker carries the call's size-symbol values.
+"""Each compiled graph's call, instrumented: the runtime marker (one profiler range per call, naming
+the graph instance: its format is :mod:`inductor_perf.model.markers`) and the hook through which the
+open capture session sees every call (:data:`CALL_HOOK`).
 
 Cost: with no profiler running the wrapper does two attribute reads (~60 ns) per graph call; with
 a profiler it uses ``_RecordFunctionFast`` (~0.25 us), not ``record_function`` (~6 us).
@@ -10,50 +8,14 @@ a profiler it uses ``_RecordFunctionFast`` (~0.25 us), not ``record_function`` (
 
 from __future__ import annotations
 
-import re
-from typing import Any, Callable, Mapping
+from typing import Any, Callable
 
+from .. import config as env
+from ..model.markers import marker_name
 from ..model.tags import GraphTags
 
-# torch is imported by wrap_callable (at compile time, where it is loaded already), not here: the
-# marker parsers serve the offline joins and diff, which read JSON and never need torch.
-
-MARKER_PREFIX = "## inductor_perf graph="
-_MARKER_RE = re.compile(r"^## inductor_perf graph=(\d+) (fwd|bwd)(?: sym=([^ ]*))? ##$")
-
-
-def marker_name(instance_id: int, is_backward: bool, symbols: Mapping[str, int] | None = None) -> str:
-    """The profiler event name for one call of a compiled graph.
-
-    >>> marker_name(3, False, {"s0": 8})
-    '## inductor_perf graph=3 fwd sym=s0:8 ##'
-    """
-    name = f"{MARKER_PREFIX}{instance_id} {'bwd' if is_backward else 'fwd'}"
-    if symbols:
-        name += " sym=" + ",".join(f"{k}:{v}" for k, v in sorted(symbols.items()))
-    return name + " ##"
-
-
-def parse_marker(name: str) -> tuple[int, bool, dict[str, int]] | None:
-    """(instance id, is_backward, symbol values) of a marker event name, or None.
-
-    >>> parse_marker('## inductor_perf graph=3 bwd sym=s0:8,s1:2 ##')
-    (3, True, {'s0': 8, 's1': 2})
-    """
-    if not name.startswith(MARKER_PREFIX):
-        return None
-    m = _MARKER_RE.match(name)
-    if not m:
-        return None
-    symbols: dict[str, int] = {}
-    if m.group(3):
-        for item in m.group(3).split(","):
-            key, _, value = item.partition(":")
-            try:
-                symbols[key] = int(value)
-            except ValueError:
-                return None
-    return int(m.group(1)), m.group(2) == "bwd", symbols
+# torch is imported by wrap_callable (at compile time, where it is loaded already), not here: a
+# capture imports CALL_HOOK when it starts, before anything is compiled.
 
 
 class CallHook:
@@ -87,6 +49,11 @@ class CallHook:
 
 
 CALL_HOOK = CallHook()
+
+
+def capture_requested() -> bool:
+    """True when compiles should name their CPU kernels in traces (a capture is configured)."""
+    return bool(env.get_str(env.TRACE_DIR)) or CALL_HOOK.active()
 
 
 def wrap_callable(fn: Callable[[Any], Any], graph: GraphTags) -> Callable[[Any], Any]:
