@@ -159,7 +159,7 @@ def plain_time(ts: Any, dur: Any) -> bool:
     """The fast form of :func:`event_time` that the per-event loops write inline
     (``summary.stream.loop.read_batch``, ``costs.launch.LaunchIndex.index``, and ``event_time``'s first test):
     true only when ``event_time(ts, dur) == (ts, dur)`` (floats in bounds); anything else goes to the
-    reference (``tests/unit/test_event_time.py`` checks the two agree)."""
+    reference (``tests/unit/model/test_event_time.py`` checks the two agree)."""
     return type(ts) is float and type(dur) is float and 0.0 <= ts <= TS_MAX_US and 0.0 <= dur <= DUR_MAX_US
 
 

@@ -87,7 +87,7 @@ def args_inline(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: 
     """:func:`augment.args.args_for` for the common case, without building a
     :class:`roofline.point.RooflinePoint`: ``dur_us`` and both peaks within :data:`INLINE_RANGE`, counts in
     ``[0, 2**53)`` (so every ratio is finite), ``roof`` from :func:`binding_roof`. Same arithmetic, in
-    the same order, as :func:`roofline.point.classify` (tests/unit/test_fast_path.py checks it against
+    the same order, as :func:`roofline.point.classify` (tests/unit/augment/test_fast_path.py checks it against
     classify on a sweep)."""
     a = dict(head)
     a.update(achieved_inline(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs, roof))

@@ -167,7 +167,7 @@ def _import_torch_elsewhere(modules: tuple[str, ...] = ("torch",)) -> None:
 # Profiler ``Input type`` string -> (torch dtype name, itemsize in bytes), without importing torch.
 # Keys: every torch.dtype attribute name of torch 2.11 - 2.15 ("float32", "half", "cfloat", ...) plus the
 # caffe2 TypeMeta spellings the profiler records (C++ builtins, c10:: class names).
-# tests/unit/test_op_costs.py checks each entry against torch (name and itemsize).
+# tests/unit/costs/test_op_costs.py checks each entry against torch (name and itemsize).
 _DTYPE_NAMES: dict[str, tuple[str, int]] = {
     "bfloat16": ("bfloat16", 2), "bit": ("uint1", 1), "bits16": ("bits16", 2), "bits1x8": ("bits1x8", 1),
     "bits2x4": ("bits2x4", 1), "bits4x2": ("bits4x2", 1), "bits8": ("bits8", 1), "bool": ("bool", 1),
@@ -310,7 +310,7 @@ def _nbytes(shape: Sequence[int], dtype: str) -> int:
 
 # --- shape-level FLOP formulas --------------------------------------------------------------------
 # The same counts as torch.utils.flop_counter's mm_flop / bmm_flop / conv_flop / sdpa_flop_count
-# (tests/unit/test_op_costs.py checks them against it), written here so that attributing a trace
+# (tests/unit/costs/test_op_costs.py checks them against it), written here so that attributing a trace
 # never imports torch.utils.flop_counter. A multiply-add is 2 FLOPs; bias adds are not counted.
 def mm_flops(a: Sequence[int], b: Sequence[int]) -> int:
     """FLOPs of ``[m, k] @ [k, n]``: 2*m*k*n. Raises ValueError when the inner sizes differ."""

@@ -20,7 +20,7 @@ import pytest
 from inductor_perf.comparison.runner import diff_files, diff_traces
 from inductor_perf.comparison.units import GRAD_ACCUM, OUTSIDE_MODEL
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"
 CAPTURES = [str(FIXTURES / "captures" / f"run{n}.trace.json.gz") for n in (1, 2)]
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "shared" / "traces"))

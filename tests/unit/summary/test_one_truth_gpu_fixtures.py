@@ -19,7 +19,7 @@ from inductor_perf.devices.table import lookup
 from inductor_perf.summary.files import summarize_file
 from inductor_perf.model.tags import GraphTags
 
-GPU = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
+GPU = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "gpu"
 H100 = "NVIDIA H100 80GB HBM3"
 BY_NATURE = {
     "label": "the capture names its summary after the capture; `summary` after the file it reads",

@@ -20,7 +20,7 @@ from inductor_perf.augment.core import augment_file, augment_trace
 from inductor_perf.costs.from_shapes import costs_and_labels
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
-                             Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))
+                             Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"))
 
 
 def device(hbm=1000.0, host=None, link=None):

@@ -15,7 +15,7 @@ from inductor_perf.model import events as evs
 from inductor_perf.augment.core import AugmentStats, EventCost, augment_file, augment_trace, costs_from_shapes
 from inductor_perf.traces.files import load_trace
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 UPSTREAM = os.path.join(FIXTURES, "upstream_example.json")
 
 

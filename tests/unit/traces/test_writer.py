@@ -17,7 +17,7 @@ from inductor_perf import cli
 from inductor_perf.traces import files as tf
 from inductor_perf.errors import OutputError
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 CPU_TRACE = os.path.join(FIXTURES, "mlp_cpu_compiled.trace.json")
 SHAPES_TRACE = os.path.join(FIXTURES, "cpu_eager_shapes.pt.trace.json.gz")
 

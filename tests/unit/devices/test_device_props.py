@@ -20,7 +20,7 @@ from inductor_perf.augment.args import device_from_trace
 from inductor_perf.devices.table import DEVICE_TABLE
 from inductor_perf.errors import DeviceSpecError
 
-TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
 
 A100_PG509 = {"id": 0, "name": "NVIDIA A100-PG509-200", "totalGlobalMem": 42505273344, "computeMajor": 8,
               "computeMinor": 0, "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048,

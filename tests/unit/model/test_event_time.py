@@ -15,7 +15,7 @@ import pytest
 from inductor_perf import cli
 from inductor_perf.model import events as evs
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 DAY_US = 86_400 * 10**6
 
 

@@ -13,7 +13,7 @@ from inductor_perf.errors import TraceFormatError
 from inductor_perf.summary.core import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, KINDS, kernel_kind,
                                    summarize)
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def X(name, ts, dur, cat="cpu_op", pid=1, tid=1, **args):

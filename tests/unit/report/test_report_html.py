@@ -20,9 +20,9 @@ from inductor_perf.report.html import default_report_path, render_report, write_
 from inductor_perf.augment.in_memory import with_costs
 from inductor_perf.traces.files import load_trace
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 CPU = FIXTURES / "mlp_cpu_compiled.trace.json"
-TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
 A100 = TRACES / "a100_ranks8_r3_control.json.gz"
 DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}
 

@@ -16,7 +16,7 @@ from inductor_perf.report.ranks import format_ranks
 from inductor_perf.summary.comm import comm_view
 from inductor_perf.summary.kernels import ParsedEvent
 
-SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "traces", "two_ranks")
+SHARED = os.path.join(os.path.dirname(__file__), "..", "..", "..", "..", "shared", "traces", "two_ranks")
 EPOCH = 1.7e15  # µs since 1970 (Nov 2023): the epoch clock, as GPU traces have
 GEMM = "ampere_sgemm_128x64_nn"
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"

@@ -23,7 +23,7 @@ from inductor_perf.summary.light import LIGHT_NOTE
 
 from test_ranks import GEMM, allreduce, kernel, rank_trace, two_ranks, write  # the hand-made ranks (tests/unit)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SHARED = ROOT / ".." / "shared" / "traces" / "two_ranks"
 
 

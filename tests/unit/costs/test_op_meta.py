@@ -21,7 +21,7 @@ from inductor_perf.costs.ops.fbgemm import embedding_backward_cost, ext_cost_or_
 from inductor_perf.costs.ops.meta import op_cost_or_reason
 from inductor_perf.traces.files import load_trace
 
-TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from inductor_perf.costs import from_shapes as oc
 from inductor_perf.costs.ops import formulas as fm
 from inductor_perf.traces.files import load_trace
 
-FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "..", "fixtures")
 
 
 def ev(name, dims, types, concrete=None, **kw):

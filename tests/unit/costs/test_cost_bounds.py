@@ -19,7 +19,7 @@ from inductor_perf.summary.stream import engine as summary_stream
 from inductor_perf.report.text import format_summary
 from inductor_perf.summary.files import summarize_file, trace_label
 
-FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "old_records_bound_replay.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "old_records_bound_replay.json"
 
 # aten::sum [1024, 40], dims unrecorded: reads 1024*40*4; writes at least one float; 1 FLOP per input.
 SUM = {"kernel_flop": 40_960, "kernel_bytes_read": 163_840, "kernel_bytes_written": 4}

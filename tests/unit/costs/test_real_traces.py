@@ -18,7 +18,7 @@ from inductor_perf.costs.from_shapes import costs_and_labels
 from inductor_perf.traces.files import load_trace
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
-                             Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))
+                             Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"))
 GPU_TRACES = ["a100_ranks8_r3_control.json.gz", "v100_ranks2_r1_test.json.gz", "two_ranks/sampled_rank-0.json.gz",
               "two_ranks/sampled_rank-1.json.gz", "mi250_minitoy_train_rocm6.json.gz"]
 

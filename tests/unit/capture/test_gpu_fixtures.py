@@ -15,7 +15,7 @@ from inductor_perf.model import events as evs
 from inductor_perf.costs.from_tags import costs_from_tags
 from inductor_perf.model.tags import GraphTags
 
-GPU = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "gpu"
+GPU = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "gpu"
 CASES = ("gpt_bf16", "gpt_cudagraphs", "resnet_block", "sanity")
 OUR_ARGS = {evs.KERNEL_FLOP, evs.KERNEL_MATMUL_FLOP, evs.KERNEL_NUM_GB, evs.KERNEL_BYTES_READ,
             evs.KERNEL_BYTES_WRITTEN, evs.ACHIEVED_TFLOPS, evs.ACHIEVED_GBPS, evs.ACHIEVED_FLOPS_PCT,

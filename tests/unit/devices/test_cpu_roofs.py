@@ -19,7 +19,7 @@ from inductor_perf.devices.cpu_caches import CacheLevel
 from inductor_perf.devices.table import lookup
 from inductor_perf.roofline.roofs import ComputeRoof, MemoryRoof, Roofs, place, roofs_for
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 KVM = FIXTURES / "cpucache" / "xeon_2vcpu_kvm"
 KIB, MIB = 1024, 1024 * 1024
 

@@ -18,7 +18,7 @@ from inductor_perf.roofline.roofs import tf32_kernel
 from inductor_perf.summary.files import summarize_file, summarize_trace
 from inductor_perf.augment.in_memory import with_costs
 
-TRACES = Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"
+TRACES = Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"
 A100 = TRACES / "a100_ranks8_r3_control.json.gz"
 A100_FP32, A100_TF32 = 19.5, 156.0  # NVIDIA A100 datasheet, dense TFLOP/s
 

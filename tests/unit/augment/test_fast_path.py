@@ -29,8 +29,8 @@ from inductor_perf.augment.stream.progress import Progress
 pytest.importorskip("orjson")
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIXTURES = sorted(glob.glob(os.path.join(HERE, "..", "fixtures", "*.json*")))
-GEN = os.path.join(HERE, "..", "..", "bench", "gen_trace.py")
+FIXTURES = sorted(glob.glob(os.path.join(HERE, "..", "..", "fixtures", "*.json*")))
+GEN = os.path.join(HERE, "..", "..", "..", "bench", "gen_trace.py")
 
 
 def _gen_module():

@@ -17,7 +17,7 @@ from inductor_perf.ranks import files as ranks_files
 from inductor_perf.report import ranks as report_ranks
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
-                             Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))
+                             Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"))
 MM = {"Input Dims": [[4, 8], [8, 16]], "Input type": ["float", "float"]}  # 2*4*8*16 = 1024 FLOPs
 
 
@@ -152,7 +152,7 @@ def test_shared_ranks_of_two_jobs_are_two_runs(tmp_path, capsys):
 def test_two_env_var_captures_are_two_runs(tmp_path, capsys):
     """Two captures of `INDUCTOR_PERF_TRACE_DIR=out python train.py` run twice (tests/fixtures/captures):
     no rank, so two runs; each row's steps and mean step from the trace's ProfilerStep#N ranges."""
-    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "captures"
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "captures"
     for n in (1, 2):
         (tmp_path / f"run{n}.trace.json.gz").symlink_to(fixtures / f"run{n}.trace.json.gz")
     d = summary_json(tmp_path, capsys)

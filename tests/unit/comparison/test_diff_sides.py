@@ -28,7 +28,7 @@ from inductor_perf.comparison.units import trace_units
 from inductor_perf.comparison.sides import aggregate_units
 from inductor_perf.errors import TraceFormatError
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "shared" / "traces"))
 GPU = sorted(str(p) for p in (FIXTURES / "gpu").glob("*.trace.json.gz"))

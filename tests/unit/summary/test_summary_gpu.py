@@ -21,7 +21,7 @@ from inductor_perf.augment.in_memory import is_costed, with_costs
 from inductor_perf.traces.files import load_trace
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
-                             Path(__file__).resolve().parents[2] / ".." / "shared" / "traces"))
+                             Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"))
 A100 = TRACES / "a100_ranks8_r3_control.json.gz"
 MI250 = TRACES / "mi250_minitoy_train_rocm6.json.gz"
 

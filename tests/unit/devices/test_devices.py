@@ -18,7 +18,7 @@ from inductor_perf.devices.cpu_peaks import cpu_spec_from_cpuinfo
 from inductor_perf.devices.resolve import TF32, DeviceSpec, lookup_device
 from inductor_perf.errors import DeviceSpecError
 
-CPUINFO = Path(__file__).parent.parent / "fixtures" / "cpuinfo"
+CPUINFO = Path(__file__).parent.parent.parent / "fixtures" / "cpuinfo"
 
 
 def _cpuinfo(name: str) -> str:
@@ -482,7 +482,7 @@ def test_docs_override_examples_parse():
     import re
     import tomllib
 
-    text = (Path(__file__).parent.parent.parent / "docs" / "devices.md").read_text()
+    text = (Path(__file__).parent.parent.parent.parent / "docs" / "devices.md").read_text()
     js = re.search(r"```json\n(.*?)```", text, re.S).group(1)
     spec = devices.parse_device_override(json.loads(js))
     assert spec.peak_tflops["bfloat16"] == 800 and spec.peak_tflops[TF32] == pytest.approx(494.5)
