@@ -2,7 +2,8 @@
 
 An FX graph cache hit skips codegen, where tags are collected, so the backend stores each graph's tags
 in a file named by its cache key and reads them back on a hit. The files live in their own folder of
-Inductor's cache dir, namespaced by a hash of the code that computes tags (:func:`tag_sources`).
+Inductor's cache dir, namespaced by a hash of the code that computes tags (:func:`tag_sources`: all of
+tagging/ and what it imports).
 """
 
 from __future__ import annotations
@@ -22,19 +23,16 @@ from ..traces.files import write_atomic
 # convention never reads tags computed by older code.
 TAG_FORMAT_VERSION = "1"
 
-# The modules whose code decides a stored tag: the collector (tagging: FX nodes -> KernelTag) and
-# the payload writer (this module). Every module they import, at module level or inside a function,
-# is followed (:func:`tag_sources`), so a module that starts deciding part of a tag (tagging/kernel_io.py,
-# which sizes every kernel's bytes, was once left out of a hand-kept list) is hashed without anyone
-# remembering to add it.
-TAG_ENTRY_MODULES = ("tagging.collector", "tagging.store")
-# backend.py runs the collector in the inner compile and finishes each graph's tags (module names,
-# graph ids), so its own source is hashed too. Its imports are not followed: the ones that decide
-# tags (model.tags, tagging.module_paths, tagging.collector, tagging.store) are in the closure above, the others arm the capture,
-# the markers and the device override, which act on a compiled graph's calls, not on its tags
-# (following them would hash nearly the whole package, and every edit of a report would make every
-# graph compile again).
-TAG_ENTRY_FILES = ("backend",)
+# The subpackage whose code decides a stored tag: every module in it is hashed, a module no other one
+# imports yet included (the compile, the collector: FX nodes -> KernelTag, node costs, kernel_io, module
+# paths, the markers, this payload writer). Every module they import, at module level or inside a
+# function, is followed (:func:`tag_sources`): the data model (model/tags.py), the op cost convention
+# and formulas the node costs apply (costs/ops/), the writer, config, compat. So a module that starts
+# deciding part of a tag is hashed without anyone remembering to add it (kernel_io.py, which sizes every
+# kernel's bytes, was once left out of a hand-kept list). tagging/ imports no run-time stage: the
+# capture and the device check reach a compile through the backend's StageHooks (tagging.compiler), so
+# an edit of the capture, a summary or a report never makes every graph compile again.
+TAG_PACKAGE = "tagging"
 
 # Intra-package imports, read from the source text (nothing is imported): ``from .x import y``,
 # ``from . import x, y`` (also parenthesized over lines), ``from inductor_perf.x import y``,
@@ -83,15 +81,30 @@ def _imported(package_dir: str, parts: list[str], text: str) -> set[tuple[str, .
     return {tuple(f) for f in found if _module_file(package_dir, f) is not None}
 
 
+def _package_modules(package_dir: str, sub: str) -> list[tuple[str, ...]]:
+    """Every module of subpackage ``sub`` (its ``__init__`` as the subpackage itself), as parts."""
+    root = os.path.join(package_dir, sub)
+    if not os.path.isfile(os.path.join(root, "__init__.py")):
+        raise FileNotFoundError(f"{package_dir}: no subpackage {sub} to hash for the tag cache key")
+    out = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if os.path.isfile(os.path.join(folder, d, "__init__.py")))
+        for name in sorted(files):
+            if name.endswith(".py"):
+                parts = os.path.relpath(os.path.join(folder, name[:-3]), package_dir).split(os.sep)
+                out.append(tuple(parts[:-1] if parts[-1] == "__init__" else parts))
+    return out
+
+
 def tag_sources(package_dir: str) -> list[str]:
-    """The files (relative to ``package_dir``, sorted) whose code decides a stored tag: the entry
-    modules and everything they import, transitively, plus :data:`TAG_ENTRY_FILES`.
+    """The files (relative to ``package_dir``, sorted) whose code decides a stored tag: every module
+    of :data:`TAG_PACKAGE` and everything they import, transitively.
 
     >>> "tagging/kernel_io.py" in tag_sources(os.path.dirname(os.path.dirname(__file__)))
     True
     """
     seen: set[tuple[str, ...]] = set()
-    todo = [tuple(m.split(".")) for m in TAG_ENTRY_MODULES]
+    todo = _package_modules(package_dir, TAG_PACKAGE)
     while todo:
         parts = todo.pop()
         if parts in seen:
@@ -102,7 +115,6 @@ def tag_sources(package_dir: str) -> list[str]:
             raise FileNotFoundError(f"{package_dir}: no module {'.'.join(parts)} to hash for the tag cache key")
         with open(path, encoding="utf-8") as f:
             todo.extend(_imported(package_dir, list(parts), f.read()) - seen)
-    seen.update(tuple(m.split(".")) for m in TAG_ENTRY_FILES)
     files = {_module_file(package_dir, list(p)) for p in seen}
     return sorted(os.path.relpath(f, package_dir) for f in files if f is not None)
 

@@ -365,24 +365,33 @@ def _package_copy(tmp_path):
     return dst
 
 
-def test_tag_cache_key_derives_the_modules_that_decide_a_tag(tmp_path) -> None:
+def test_tag_cache_key_covers_all_of_tagging_and_what_it_imports(tmp_path) -> None:
     from inductor_perf.tagging.store import tag_sources
 
     pkg = _package_copy(tmp_path)
     files = set(tag_sources(str(pkg)))
-    # tagging/kernel_io.py (every generated kernel's bytes) was missing from the hand-kept list
-    assert {"tagging/kernel_io.py", "tagging/node_costs.py", "tagging/module_paths.py", "tagging/collector.py",
-            "model/tags.py", "tagging/store.py", "backend.py"} <= files
-    assert "report/text.py" not in files and "__init__.py" not in files  # not every stage
+    tagging = {f"tagging/{p.name}" for p in (pkg / "tagging").glob("*.py")}
+    assert len(tagging) >= 8 and tagging <= files  # every module of tagging/
+    # what they import: the data model, the op cost convention and formulas the node costs apply
+    assert {"model/tags.py", "costs/ops/convention.py", "costs/ops/formulas.py"} <= files
+    # no run-time stage (the backend passes the capture and the device check in): an edit of a
+    # capture, a summary or a report does not make every graph compile again
+    stages = {"capture", "summary", "report", "augment", "devices", "ranks", "comparison", "roofline"}
+    assert [f for f in files if f.split("/")[0] in stages] == []
+    assert "backend.py" not in files and "__init__.py" not in files
+    # a module added to tagging/ is hashed before anything imports it
+    (pkg / "tagging" / "new_rule.py").write_text("X = 1\n")
+    assert "tagging/new_rule.py" in tag_sources(str(pkg))
     # a module tagging starts to import is followed, also when imported inside a function
-    (pkg / "new_rule.py").write_text("X = 1\n")
+    (pkg / "model" / "new_model.py").write_text("Y = 1\n")
     with open(pkg / "tagging" / "kernel_io.py", "a") as f:
-        f.write("\n\ndef _later():\n    from ..new_rule import X\n    return X\n")
-    assert "new_rule.py" in tag_sources(str(pkg))
+        f.write("\n\ndef _later():\n    from ..model.new_model import Y\n    return Y\n")
+    assert "model/new_model.py" in tag_sources(str(pkg))
 
 
 @pytest.mark.parametrize("name", ["tagging/kernel_io.py", "tagging/node_costs.py", "tagging/module_paths.py",
-                                  "tagging/collector.py", "model/tags.py"])
+                                  "tagging/collector.py", "tagging/compiler.py", "tagging/instrument.py",
+                                  "model/tags.py", "costs/ops/convention.py"])
 def test_tag_cache_key_changes_with_one_byte(tmp_path, name: str) -> None:
     from inductor_perf.tagging.store import code_hash
 
