@@ -52,6 +52,8 @@ REST=(
   tests/integration/test_dynamic.py
   tests/integration/test_caches.py
   tests/integration/test_compare.py
+  tests/integration/test_tags_threads.py
+  tests/integration/test_one_truth.py
 )
 # The oldest release also trains the real architectures of make test (GPT-2, BERT): a tied weight's
 # gradient is compiled differently there (it lost its module on torch 2.11 while 2.13 kept it).

@@ -314,7 +314,10 @@ class _Window:
         try:
             # record_shapes lets offline tools recompute extern FLOPs; with_stack is off: it slows
             # profiled steps a lot and our tags already carry the user's source lines.
-            self.prof = profile(activities=self.activities, record_shapes=True)
+            # acc_events=True: torch 2.11 and 2.12 warn "Profiler clears events at the end of each
+            # cycle" at every first start without it (a UserWarning of theirs, raised because of us, that
+            # kills a script run with -W error); with one cycle and no events() call it changes nothing.
+            self.prof = profile(activities=self.activities, record_shapes=True, acc_events=True)
             with _without_kineto_status():
                 self.prof.__enter__()
         except Exception as e:

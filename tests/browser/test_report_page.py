@@ -9,6 +9,10 @@ nor from summary/core.py's kernel selection: the distinct names of the events wh
 augment`` does, :func:`inductor_perf.augment.in_memory.with_costs`) - device events (kernels, memcpy,
 memset) when the trace has any, else host events that no other costed event on their thread
 encloses (an op's costed ``aten::copy_`` inside its costed ``aten::addmm`` is not a kernel of its own).
+In a host trace of compiled graphs (one with ``## Call CompiledFxGraph`` ranges) only the compiled
+graphs' work counts, as docs/summary.md defines ``cpu-compiled-kernels``: events tagged at compile time
+(``kernel_kind``) and events inside a graph call on their thread; an eager ``aten::add_`` of the
+optimizer, costed from its recorded shapes, is not a kernel of a compiled graph.
 """
 
 from __future__ import annotations
@@ -65,6 +69,12 @@ def costed_kernel_names(trace: dict) -> set[str]:
         events = [e for e in events if e.get("cat") in DEVICE_CATS]
     marked = [e for e in events if isinstance(e.get("args"), dict)
               and (_positive(e["args"].get("kernel_flop")) or _positive(e["args"].get("kernel_num_gb")))]
+    calls = [e for e in events if str(e.get("name")).startswith("## Call CompiledFxGraph")]
+    if calls and not any(e.get("cat") in DEVICE_CATS for e in events):
+        def in_call(e: dict) -> bool:
+            return any(c.get("pid") == e.get("pid") and c.get("tid") == e.get("tid")
+                       and c["ts"] <= e["ts"] and e["ts"] + e["dur"] <= c["ts"] + c["dur"] for c in calls)
+        marked = [e for e in marked if "kernel_kind" in e["args"] or in_call(e)]
     names: set[str] = set()
     by_thread: dict[tuple[Any, Any], list[dict]] = {}
     for e in marked:
@@ -96,6 +106,11 @@ def test_costed_kernel_names_by_hand():
     trace["traceEvents"].append({"ph": "X", "name": "gemm", "cat": "kernel", "pid": 0, "tid": 7, "ts": 1,
                                  "dur": 4, "args": {"kernel_flop": 50}})
     assert costed_kernel_names(trace) == {"gemm"}
+    # A host trace of compiled graphs counts the work of the graph calls and compile-time tags only.
+    host = [e for e in trace["traceEvents"] if e["cat"] != "kernel"]
+    host += [X("## Call CompiledFxGraph abc ##", 60, 20), X("aten::bmm", 62, 5, kernel_flop=9),
+             X("graph_0_cpp_fused_0", 90, 1, kernel_kind="generated", kernel_num_gb=1e-6)]
+    assert costed_kernel_names({"traceEvents": host}) == {"aten::bmm", "graph_0_cpp_fused_0"}
 
 
 def _check_page(open_page: Any, page: Path, expected: set[str]) -> None:
