@@ -108,6 +108,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 # --- augment / summary / diff (offline traces) ---------------------------------------------------
 def _add_offline(sub: argparse._SubParsersAction) -> None:
+    from .traces.engines import ENGINES, LARGE_TRACE_BYTES
+
+    large = f"{LARGE_TRACE_BYTES / 1e6:.0f} MB"
     p = sub.add_parser("augment", help="add FLOPs, bytes, achieved %% and roofline args to a trace's kernel events")
     p.add_argument("trace", help="input trace (.json or .json.gz)")
     p.add_argument("-o", "--output", help="output path (default: <input stem>.augmented.json[.gz])")
@@ -115,9 +118,9 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("summary", help="utilization summary of a trace, or of every trace in a directory")
     p.add_argument("trace", help="trace file or directory")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--engine", choices=("auto", "full", "stream"), default="auto",
+    p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="stream: one pass in bounded memory (GPU traces); full: load the whole trace; "
-                        "auto (default): stream files of 50 MB of JSON or more")
+                        f"auto (default): stream files of {large} of JSON or more")
     p.add_argument("--per-rank", action="store_true",
                    help="a directory of several traces: each one's own summary instead of the cross-rank view")
     p.set_defaults(func=_cmd_summary)
@@ -131,10 +134,10 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b")
     p.add_argument("--by", choices=("module", "line", "op", "kernel"), default="module")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--engine", choices=("auto", "full", "stream"), default="auto",
+    p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="stream: read each trace in windows, two large ones at once (two processes); "
                         "full: load each trace whole, one after the other; auto (default): stream files "
-                        "of 50 MB of JSON or more")
+                        f"of {large} of JSON or more")
     p.set_defaults(func=_cmd_diff)
 
 

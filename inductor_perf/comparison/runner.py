@@ -20,8 +20,9 @@ from ..model.tags import aten_op_name
 from ..report.text import UNATTRIBUTED
 from ..summary.steps import median
 from ..traces import files as tf
+from ..traces.engines import check_engine
 from .rows import Comparison, compare_units
-from .sides import ENGINES, costed_units, two_sides
+from .sides import costed_units, two_sides
 from .units import VIEW_OPS, trace_units
 
 log = logging.getLogger(__name__)
@@ -49,13 +50,13 @@ def diff_files(path_a: str | os.PathLike, path_b: str | os.PathLike, *, by: str 
     float rounding), built from each file's aggregated units (:mod:`.sides`: two large files are
     read at once, the second by a worker process, each in windows). ``engine``: ``"full"`` loads
     each trace whole, one after the other, and cuts it as :func:`diff_traces` does; ``"stream"``
-    streams whatever the size; ``"auto"`` (default) streams files of 50 MB of JSON or more."""
+    streams whatever the size; ``"auto"`` (default) streams a large file
+    (:func:`inductor_perf.traces.engines.streams`)."""
     la = os.path.basename(os.fspath(path_a))
     lb = os.path.basename(os.fspath(path_b))
     if la == lb:
         la, lb = os.fspath(path_a), os.fspath(path_b)
-    if engine not in ENGINES:
-        raise ValueError(f"unknown diff engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
+    check_engine(engine, "diff")
     kernels = by == "kernel"  # only --by kernel reads the kernels themselves
     if engine == "full":
         ua, note_a = costed_units(tf.load_trace(path_a), kernels)  # one trace in memory at a time

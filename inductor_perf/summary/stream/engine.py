@@ -43,14 +43,10 @@ from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _MARKS, _NO_ARGS, _RUNTI
 
 log = logging.getLogger(__name__)
 
-__all__ = ["STREAM_MIN_BYTES", "WINDOW_BYTES", "Windows", "mapped_text", "summarize_file_stream"]
+__all__ = ["WINDOW_BYTES", "Windows", "mapped_text", "summarize_file_stream"]
 """``WINDOW_BYTES``, ``Windows`` and ``mapped_text`` live in :mod:`inductor_perf.traces.windows`;
-named here too for the diff's streamed side and the tests."""
-
-STREAM_MIN_BYTES = 50_000_000
-"""Trace files whose JSON text is at least this large are summarized by this engine under
-``engine="auto"`` (the size at which ``augment`` streams too)."""
-
+named here too for the diff's streamed side and the tests. Which files ``engine="auto"`` streams:
+:func:`inductor_perf.traces.engines.streams`."""
 
 
 class _HostNode:
