@@ -37,8 +37,6 @@ while this one works on the first. Below, starting a Python process costs more t
 _NO_ARGS: dict[str, Any] = {}
 """The args of every slim host event that keeps none (shared: nothing mutates a slim event's args;
 costing one replaces them)."""
-_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
-"""What makes a trace costed (:func:`inductor_perf.augment.in_memory.is_costed`)."""
 
 
 def side_of_file(path: str | os.PathLike, engine: str = "auto", kernels: bool = True
@@ -203,7 +201,7 @@ class _Kept:
     def add_other(self, ev: Any) -> None:
         """Any other event: only its cost marks are read."""
         args = ev.get("args") if type(ev) is dict else None
-        if not self.costed and type(args) is dict and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+        if not self.costed and evs.has_cost_mark(args):
             self.costed = True
 
 

@@ -76,6 +76,33 @@ ADDED_ARG_KEYS = (
     MEMORY_ROOF,
 )
 
+COST_MARKS = (KERNEL_FLOP, COST_SOURCE, LAUNCH_OP)
+"""The args that make a trace costed (:func:`is_costed`): augmentation writes them, and a trace of our
+own compiled run carries them from its tags. A costed trace's costs are its own: ``summary`` and
+``diff`` read them instead of costing the trace from its recorded shapes."""
+
+
+def has_cost_mark(args: Any) -> bool:
+    """Whether an event's ``args`` carry a cost mark (:data:`COST_MARKS`). The per-event loop of the
+    streaming summary tests it inline (``summary.stream.loop.read_batch``, which unpacks the marks).
+
+    >>> has_cost_mark({"launch_op": "aten::mm"}), has_cost_mark({"kernel_num_gb": 1.0}), has_cost_mark(None)
+    (True, False, False)
+    """
+    return isinstance(args, dict) and any(k in args for k in COST_MARKS)
+
+
+def is_costed(trace: Mapping[str, Any]) -> bool:
+    """Whether any event of ``trace`` carries a cost mark (:func:`has_cost_mark`): augmented, or our
+    own compiled run's.
+
+    >>> is_costed({"traceEvents": [{"ph": "X", "args": {"kernel_flop": 2}}]}), is_costed({"traceEvents": []})
+    (True, False)
+    """
+    events = trace.get("traceEvents")
+    return isinstance(events, list) and any(isinstance(ev, dict) and has_cost_mark(ev.get("args")) for ev in events)
+
+
 # Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces
 # wrote "Operator"/"Kernel"/"Runtime".
 CPU_OP_CATS = frozenset({"cpu_op", "operator"})

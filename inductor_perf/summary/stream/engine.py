@@ -39,7 +39,7 @@ from ...model import events as evs
 from ...traces import files as tf
 from ...traces.windows import WINDOW_BYTES, Windows, LayoutError, mapped_text
 from ..kernels import ParsedEvent, _hashable
-from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _MARKS, _NO_ARGS, _RUNTIME_CATS, _STEP, _STEP_PREFIX, read_batch
+from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _RUNTIME_CATS, _STEP, _STEP_PREFIX, read_batch
 
 log = logging.getLogger(__name__)
 
@@ -199,10 +199,8 @@ class _Pass:
         """Take an event that is not a complete ("X") one: count a non-object, note a cost mark."""
         if type(ev) is not dict:
             self.skipped["not an object"] += 1
-        elif not self.costed:
-            args = ev.get("args")
-            if isinstance(args, dict) and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
-                self.costed = True
+        elif not self.costed and evs.has_cost_mark(ev.get("args")):
+            self.costed = True
 
     def add(self, i: int, ev: dict) -> None:
         """Take event ``i``, a complete ("X") event. :func:`~inductor_perf.summary.stream.loop.read_batch`
@@ -210,7 +208,7 @@ class _Pass:
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}
-        if not self.costed and args and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+        if not self.costed and evs.has_cost_mark(args):
             self.costed = True
         t = evs.event_time(ev.get("ts"), ev.get("dur"))
         if t is None:  # every command's rule: a complete event of any category, counted

@@ -49,7 +49,8 @@ _HOST_COLLECTIVES = HOST_PREFIXES
 """Host annotations that are collectives themselves (a backend without device kernels): kept, with
 their args, for the collectives table (:func:`inductor_perf.summary.comm.comm_view`)."""
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
+_MARKS = evs.COST_MARKS
+"""The cost marks, which :func:`read_batch` tests inline (:func:`~inductor_perf.model.events.has_cost_mark`)."""
 
 _BIG = 1 << 1000
 """Ints of at most this size become floats without overflow."""
@@ -87,9 +88,9 @@ def _op_args_decoder() -> tuple[Any, Any, Any] | None:
     return msgspec.json.Decoder(msgspec.defstruct("OpArgs", fields, rename=rename, gc=False)), msgspec.DecodeError, unset
 
 
-_OP_MARKS = (evs.KERNEL_FLOP, evs.KERNEL_NUM_GB, evs.COST_SOURCE, evs.LAUNCH_OP)
-"""The args that make an op's cost more than its name and inputs: a cost of its own (``CostJoin._apply``)
-or a trace's own costs (the pass's marks)."""
+_OP_MARKS = evs.COST_MARKS + (evs.KERNEL_NUM_GB,)
+"""The args that make an op's cost more than its name and inputs: a trace's own costs (the pass's
+marks) or a cost of its own (``CostJoin._apply``)."""
 
 
 def _op_args(name: str, text: Any, ops: dict, loads: Callable[[Any], Any]) -> tuple[Any, tuple | None, tuple | None]:
