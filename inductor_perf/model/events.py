@@ -108,10 +108,24 @@ def is_costed(trace: Mapping[str, Any]) -> bool:
 CPU_OP_CATS = frozenset({"cpu_op", "operator"})
 CPU_SCOPE_CATS = frozenset({"cpu_op", "operator", "user_annotation"})
 KERNEL_CATS = frozenset({"kernel"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime"})
+"""Host calls into the GPU runtime or driver (``cudaLaunchKernel``, ``cuLaunchKernel``; ROCm's HIP
+calls, which Kineto files as ``cuda_runtime`` or ``hip_runtime``; pre-2.0 Kineto's ``Runtime``): each
+launch carries the ``correlation`` id of the device work it starts. The cost join follows it to the op
+that launched a kernel, the summary to the thread that launched it, a diff to its unit. Match with
+:func:`is_runtime`."""
 FLOW_CATS = frozenset({"ac2g"})
 # Device-side categories that can carry a kernel's cost (older Kineto capitalized them).
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+
+
+def is_runtime(cat: Any) -> bool:
+    """Whether events of category ``cat`` are runtime calls (:data:`RUNTIME_CATS`, any case).
+
+    >>> [is_runtime(c) for c in ("cuda_runtime", "cuda_driver", "hip_runtime", "Runtime", "cpu_op", None)]
+    [True, True, True, True, False, False]
+    """
+    return isinstance(cat, str) and cat.lower() in RUNTIME_CATS
 
 
 def is_device_side(cat: Any) -> bool:

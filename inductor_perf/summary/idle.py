@@ -188,9 +188,9 @@ def launching_threads(tk: TraceKernels) -> tuple[dict[int, tuple[Any, Any] | Non
         by_corr: dict[Any, tuple[Any, Any]] = {}
         for e in tk.host_events:
             corr = e.args.get("correlation")
-            if corr is not None and e.cat in ("cuda_runtime", "cuda_driver", "hip_runtime"):
+            if corr is not None and evs.is_runtime(e.cat):
                 by_corr[_hashable(corr)] = (e.pid, e.tid)
-            if e.cat in ("cuda_runtime", "cuda_driver") and "GraphLaunch" in e.name:
+            if "GraphLaunch" in e.name and evs.is_runtime(e.cat) and e.cat.lower() != "hip_runtime":
                 graph_launches = True
         for k in tk.kernels:
             launcher[id(k)] = by_corr.get(_hashable(k.args.get("correlation")))

@@ -39,7 +39,7 @@ from ...model import events as evs
 from ...traces import files as tf
 from ...traces.windows import WINDOW_BYTES, Windows, LayoutError, mapped_text
 from ..kernels import ParsedEvent, _hashable
-from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _RUNTIME_CATS, _STEP, _STEP_PREFIX, read_batch
+from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _STEP, _STEP_PREFIX, read_batch
 
 log = logging.getLogger(__name__)
 
@@ -187,11 +187,13 @@ class _Pass:
         self._cat_class: dict[str, int] = {}
 
     def _classify(self, cat: str) -> int:
-        """0: ignored ("trace"), 1: device event, 2: other device-side event, 3: host event."""
+        """0: ignored ("trace"), 1: device event, 2: other device-side event, 3: host event, 4: runtime
+        call (a host event: :func:`~inductor_perf.model.events.is_runtime`); ``loop._P_*``."""
         c = self._cat_class.get(cat)
         if c is None:
             low = cat.lower()
-            c = (0 if low == "trace" else 1 if low in evs.DEVICE_CATS else 2 if evs.is_device_side(cat) else 3)
+            c = (0 if low == "trace" else 1 if low in evs.DEVICE_CATS else 2 if evs.is_device_side(cat)
+                 else 4 if evs.is_runtime(cat) else 3)
             self._cat_class[cat] = c
         return c
 
@@ -243,14 +245,14 @@ class _Pass:
             self.kernels.append(k)
             self.kernel_index.append(i)
             self.kernel_corr.append(args.get("correlation"))
-        elif cls == 3:
+        elif cls >= 3:
             key = self._thread_keys.setdefault((pid, tid), (pid, tid))
             self.threads.add(key, name, cat, ts, dur)
-            if cat in _RUNTIME_CATS:
+            if cls == 4:
                 corr = args.get("correlation")
                 if corr is not None:
                     self.by_corr[_hashable(corr)] = key
-                if cat != "hip_runtime" and "GraphLaunch" in name:
+                if "GraphLaunch" in name and cat.lower() != "hip_runtime":
                     self.graph_launches = True
             elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
                 self.steps.append(ParsedEvent(name, cat, pid, tid, ts, dur, args))
