@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ..errors import InductorPerfError
+from ..model import events as evs
 from ..model.event_cost import EventCost
 from ..model.tags import aten_op_name
-from ..report.text import UNATTRIBUTED
 from ..summary.steps import median
 from ..traces import files as tf
 from ..traces.engines import check_engine
@@ -343,7 +343,7 @@ def compare(model: Any, example_inputs: Any, *, backward: bool = True, steps: in
     result = compare_units(ua, ub, by=by, labels=("eager", "compiled"))
     result.notes = notes + result.notes
     result.notes.append(f"eager module ranges on {runs.n_modules} modules cost ~1 µs each per call; they are in "
-                        f"the eager side's {UNATTRIBUTED} time")
+                        f"the eager side's {evs.UNATTRIBUTED} time")
     if timing and runs.eager_times and runs.compiled_times:
         _add_unprofiled_times(result, runs.eager_times, runs.compiled_times)
     if trace_dir is not None:

@@ -134,6 +134,54 @@ def is_device_side(cat: Any) -> bool:
     return isinstance(cat, str) and (cat.lower() in DEVICE_CATS or cat.lower().startswith("gpu_"))
 
 
+# --- Row labels: the keys of table rows that name no module, line, op or event of the user's -------
+# Summary (module and line tables, idle attribution, collectives' compute time).
+ROOT_MODULE = "(root module)"
+"""Work in the top-level forward itself: ``module_path`` "" (the summary's module table, a diff's
+module rows, the other modules a kernel's nodes belong to)."""
+NO_MODULE = "(no module)"
+"""Kernels with no ``module_path`` arg: their module is unknown (:func:`module_row`)."""
+NO_SOURCE = "(no source)"
+"""Kernels with no (or an empty) ``source`` arg: their line is unknown (:func:`line_row`)."""
+NO_HOST_EVENT = "(no host event)"
+"""Idle time during which the launching thread ran no event (the idle table's host activity)."""
+LAUNCHER_UNKNOWN = "(launching thread unknown)"
+"""Idle time before a kernel whose launching thread the trace does not say (the idle table)."""
+# Comparison (eager vs compiled, trace vs trace).
+UNATTRIBUTED = "(unattributed)"
+"""The row of step time that no op or kernel covers (Python between ops, hooks, the profiler)."""
+OUTSIDE_MODEL = "(outside model)"
+"""Ops of a step outside the model's forward and backward (the loss, the optimizer, copies)."""
+RUNTIME_OVERHEAD = "(runtime overhead)"
+"""The compiled graphs' own runtime around their kernels (guards, the wrappers)."""
+GRAD_ACCUM = "(grad accumulation)"
+"""The autograd engine's accumulation of gradients into ``.grad``."""
+NO_KEY = "(unknown)"
+"""A unit whose module is not known (a compiled kernel without tags, a kernel launched from no step)."""
+NO_SOURCE_INFO = "(no source info)"
+"""A diff's ``by="line"`` row of units with no source line (eager traces carry none)."""
+SPECIAL_KEYS = (OUTSIDE_MODEL, RUNTIME_OVERHEAD, GRAD_ACCUM, NO_KEY)
+"""The comparison's module keys that are no module of the user's code (sorted after the others)."""
+
+
+def module_row(module_path: Any) -> str:
+    """The module-table row of a kernel whose ``module_path`` arg is ``module_path``.
+
+    >>> module_row("encoder.fc"), module_row(""), module_row(None)
+    ('encoder.fc', '(root module)', '(no module)')
+    """
+    return (module_path or ROOT_MODULE) if isinstance(module_path, str) else NO_MODULE
+
+
+def line_row(source: Any) -> str:
+    """The line-table row of a kernel whose ``source`` arg is ``source``.
+
+    >>> line_row("model.py:12"), line_row(""), line_row(None)
+    ('model.py:12', '(no source)', '(no source)')
+    """
+    return source if isinstance(source, str) and source else NO_SOURCE
+
+
 def strict_json(v: Any) -> Any:
     """A copy of ``v`` with non-finite floats replaced by None, which strict JSON can write."""
     if isinstance(v, float):

@@ -253,7 +253,7 @@ class _IdleByHost:
         """The row an innermost event's idle time adds to, and its Python frame (looked up once)."""
         got = self.known.get(ev)
         if got is None:
-            got = self.known[ev] = (self.host(ev.name if ev is not None else "(no host event)"),
+            got = self.known[ev] = (self.host(ev.name if ev is not None else evs.NO_HOST_EVENT),
                                     _python_frame(ev) if self.frames else None)
         return got
 
@@ -308,7 +308,7 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
                 if frame:
                     acc.frames[frame] += t
         else:
-            idle.host("(launching thread unknown)").add(e - s, None)
+            idle.host(evs.LAUNCHER_UNKNOWN).add(e - s, None)
         if light:
             count += 1
             continue
@@ -349,7 +349,7 @@ def _gap_row(start_r: float, dur_r: float, position: str, prev_k: ParsedEvent | 
     inner_name = outer_name = frame = None
     if inner is not None and outer is not None:
         dom = _dominant(inner)
-        inner_name = dom.name if dom is not None else "(no host event)"
+        inner_name = dom.name if dom is not None else evs.NO_HOST_EVENT
         dom_outer = _dominant(outer)
         outer_name = dom_outer.name if dom_outer is not None else None
         frame = _python_frame(dom)
