@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -192,16 +193,16 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
     from .report.text import format_summary
     from .summary.files import summarize_path, trace_files
+    from .traces.files import left_to_exit
 
     single = len(trace_files(args.trace)) == 1
     if not single and not args.per_rank:
         return _cmd_summary_ranks(args)
-    if single and _ENDS_WITH_COMMAND:
-        from .traces import files as trace_format
-
-        trace_format.LEFT_TO_EXIT = []  # one trace, then the process ends: its state is left to that
-    with _Ticker() as tick:
+    # one trace, then the process ends: its state is left to that
+    keep = left_to_exit() if single and _ENDS_WITH_COMMAND else contextlib.nullcontext([])
+    with _Ticker() as tick, keep as kept:
         summaries = [ct.summary for ct in summarize_path(args.trace, stage=tick.set, engine=args.engine)]
+    _LEFT_TO_EXIT.extend(kept)
     if args.format == "json":
         docs = [s.to_dict() for s in summaries]
         print(json.dumps(docs[0] if single else docs, indent=2, allow_nan=False, sort_keys=True))
@@ -314,6 +315,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 _ENDS_WITH_COMMAND = False
 """Set by :func:`run`: this process ends as soon as its command returns."""
+_LEFT_TO_EXIT: list[Any] = []
+"""What a command left to the process's end (:func:`~inductor_perf.traces.files.left_to_exit`): when
+not empty, :func:`run` ends the process without the interpreter's teardown."""
 
 
 def run() -> None:
@@ -322,12 +326,10 @@ def run() -> None:
     then, once the output is flushed and the exit handlers have run, the process ends without the
     interpreter's teardown, and the OS takes that memory back whole, where freeing it object by
     object cost 0.1-0.2 s on a 1M-event trace. Any other command exits as usual."""
-    from .traces import files as trace_format
-
     global _ENDS_WITH_COMMAND
     _ENDS_WITH_COMMAND = True
     code = main()
-    if not trace_format.LEFT_TO_EXIT:
+    if not _LEFT_TO_EXIT:
         sys.exit(code)
     try:
         sys.stdout.flush()
