@@ -279,6 +279,7 @@ def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, di
     event) and, per kernel event index, what the tags say about it (for :func:`trace_units`)."""
     from ..augment.core import augment_trace
     from ..costs.from_tags import costs_from_tags
+    from ..devices.resolve import run_device
     from ..model.tags import REGISTRY
 
     costs, jstats = costs_from_tags(raw, REGISTRY.get)
@@ -288,13 +289,8 @@ def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, di
                      "(entry point) and did the model compile?")
     # The augmented trace carries the same attribution the table uses: the tag's own module_path.
     infos = _kernel_infos(costs)
-    device = None
-    try:
-        from ..devices.resolve import resolve_device
-
-        device = resolve_device("cpu")
-    except Exception as e:  # peaks are optional
-        log.warning("inductor_perf: no device peaks (%s); achieved %% left out", e)
+    # the capture's rule: the graphs' inductor_perf.device option, else this machine's device of the trace
+    device, _ = run_device(raw, (i for i, _ in jstats.per_marker_counts), REGISTRY)
     compiled_trace, _ = augment_trace(raw, costs, device)  # writes eager_ops from the tags too
     return compiled_trace, infos
 
