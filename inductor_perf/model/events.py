@@ -128,6 +128,19 @@ def is_runtime(cat: Any) -> bool:
     return isinstance(cat, str) and cat.lower() in RUNTIME_CATS
 
 
+def replays_cuda_graph(cat: Any, name: Any) -> bool:
+    """Whether an event of category ``cat`` named ``name`` is a runtime call that replays a CUDA graph
+    (``cudaGraphLaunch``): the kernels it starts were launched when the graph was captured, so the
+    trace shows no launch of their own (the summary says so). Calls filed as ``hip_runtime`` are left
+    out. The streaming pass tests ``"GraphLaunch" in name`` before calling it.
+
+    >>> replays_cuda_graph("cuda_runtime", "cudaGraphLaunch"), replays_cuda_graph("hip_runtime", "hipGraphLaunch")
+    (True, False)
+    """
+    return (is_runtime(cat) and isinstance(name, str) and "GraphLaunch" in name
+            and cat.lower() != "hip_runtime")
+
+
 def is_device_side(cat: Any) -> bool:
     """Events on a GPU timeline: kernels and copies, and the GPU-stream copies Kineto makes of
     user annotations (``gpu_user_annotation``), which must not count as graph calls."""

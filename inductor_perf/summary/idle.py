@@ -190,7 +190,7 @@ def launching_threads(tk: TraceKernels) -> tuple[dict[int, tuple[Any, Any] | Non
             corr = e.args.get("correlation")
             if corr is not None and evs.is_runtime(e.cat):
                 by_corr[_hashable(corr)] = (e.pid, e.tid)
-            if "GraphLaunch" in e.name and evs.is_runtime(e.cat) and e.cat.lower() != "hip_runtime":
+            if "GraphLaunch" in e.name and evs.replays_cuda_graph(e.cat, e.name):
                 graph_launches = True
         for k in tk.kernels:
             launcher[id(k)] = by_corr.get(_hashable(k.args.get("correlation")))

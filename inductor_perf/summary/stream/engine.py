@@ -252,7 +252,7 @@ class _Pass:
                 corr = args.get("correlation")
                 if corr is not None:
                     self.by_corr[_hashable(corr)] = key
-                if "GraphLaunch" in name and cat.lower() != "hip_runtime":
+                if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
                     self.graph_launches = True
             elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
                 self.steps.append(ParsedEvent(name, cat, pid, tid, ts, dur, args))

@@ -44,3 +44,23 @@ def test_streaming_pass_keeps_the_launching_thread():
     seen.add(0, {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 0.0,
                  "dur": 1.0, "args": {"correlation": 9}})
     assert seen.by_corr == {9: (1, 2)}
+
+
+@pytest.mark.parametrize("cat, name, replay", [
+    ("cuda_runtime", "cudaGraphLaunch", True), ("cuda_driver", "cuGraphLaunch", True),
+    ("Runtime", "cudaGraphLaunch_v10000", True), ("cuda_runtime", "hipGraphLaunch", True),
+    ("hip_runtime", "hipGraphLaunch", False), ("cuda_runtime", "cudaLaunchKernel", False),
+    ("cpu_op", "cudaGraphLaunch", False)])
+def test_every_summary_reader_sees_the_same_graph_replays(cat, name, replay):
+    """The note on CUDA graph replays: the full summary and the streaming pass (both its loop and its
+    methods) flag the same runtime calls."""
+    assert evs.replays_cuda_graph(cat, name) is replay
+    launch = ParsedEvent(name, cat, 1, 2, 0.0, 1.0, {"correlation": 9})
+    kernel = ParsedEvent("k", "kernel", 0, 7, 2.0, 1.0, {"correlation": 9})
+    assert launching_threads(select_kernels([launch, kernel]))[1] is replay
+    seen = _Pass()
+    seen.add(0, {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 2, "ts": 0.0, "dur": 1.0, "args": {}})
+    assert seen.graph_launches is replay
+    fused = _Pass()
+    loop._take_host(fused, (1, 2), name, cat, 0.0, 1.0, {}, loop._route(cat, fused)[1])
+    assert fused.graph_launches is replay
