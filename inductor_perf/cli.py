@@ -193,7 +193,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
     from .report.text import format_summary
     from .summary.files import summarize_path, trace_files
-    from .traces.files import left_to_exit
+    from .summary.stream.engine import left_to_exit
 
     single = len(trace_files(args.trace)) == 1
     if not single and not args.per_rank:
@@ -316,16 +316,17 @@ def main(argv: Sequence[str] | None = None) -> int:
 _ENDS_WITH_COMMAND = False
 """Set by :func:`run`: this process ends as soon as its command returns."""
 _LEFT_TO_EXIT: list[Any] = []
-"""What a command left to the process's end (:func:`~inductor_perf.traces.files.left_to_exit`): when
-not empty, :func:`run` ends the process without the interpreter's teardown."""
+"""What a command left to the process's end (:func:`inductor_perf.summary.stream.engine.left_to_exit`):
+when not empty, :func:`run` ends the process without the interpreter's teardown."""
 
 
 def run() -> None:
     """The ``inductor-perf`` command: :func:`main`, and the process's exit. A summary of one large
-    trace leaves its state to the process's end (:func:`~inductor_perf.traces.files.leave_to_exit`):
-    then, once the output is flushed and the exit handlers have run, the process ends without the
-    interpreter's teardown, and the OS takes that memory back whole, where freeing it object by
-    object cost 0.1-0.2 s on a 1M-event trace. Any other command exits as usual."""
+    trace leaves its state to the process's end
+    (:func:`inductor_perf.summary.stream.engine.leave_to_exit`): then, once the output is flushed and
+    the exit handlers have run, the process ends without the interpreter's teardown, and the OS takes
+    that memory back whole, where freeing it object by object cost 0.1-0.2 s on a 1M-event trace. Any
+    other command exits as usual."""
     global _ENDS_WITH_COMMAND
     _ENDS_WITH_COMMAND = True
     code = main()

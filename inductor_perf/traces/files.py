@@ -63,39 +63,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_left_to_exit: list[Any] | None = None
-"""The list :func:`leave_to_exit` keeps states in, inside :func:`left_to_exit`; None outside it."""
-
-
-@contextlib.contextmanager
-def left_to_exit() -> Iterator[list[Any]]:
-    """Within the block, :func:`leave_to_exit` keeps each state it is given in the list yielded, for
-    the OS to take back whole when the process ends, instead of Python freeing it object by object
-    (0.13 s for the streaming summary's state of a 1M-event trace). The command line opens it when the
-    process ends right after summarizing one trace (:func:`inductor_perf.cli.run`), holds the list
-    and ends the process without the interpreter's teardown. Outside it (a library caller, a command
-    over several traces) nothing is kept.
-
-    >>> with left_to_exit() as kept:
-    ...     leave_to_exit("state")
-    >>> leave_to_exit("another"); kept
-    ['state']
-    """
-    global _left_to_exit
-    outer, _left_to_exit = _left_to_exit, []
-    try:
-        yield _left_to_exit
-    finally:
-        _left_to_exit = outer
-
-
-def leave_to_exit(state: Any) -> None:
-    """Keep ``state`` until the process ends when it ends right after this summary (inside
-    :func:`left_to_exit`); otherwise do nothing, and it is freed as usual."""
-    if _left_to_exit is not None:
-        _left_to_exit.append(state)
-
-
 def orjson_or_none() -> Any:
     try:
         import orjson  # optional extra "fast"

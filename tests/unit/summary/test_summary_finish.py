@@ -198,11 +198,11 @@ def test_run_exit_codes_of_errors():
 
 def test_large_state_kept_only_for_the_command(monkeypatch, capsys, tmp_path):
     from inductor_perf import cli
-    from inductor_perf.traces import files as trace_format
     from inductor_perf.summary.files import summarize_file
+    from inductor_perf.summary.stream import engine as summary_stream
 
     path = str(FIXTURES / "gpu" / GPU_FIXTURES[0])
-    with trace_format.left_to_exit() as kept:
+    with summary_stream.left_to_exit() as kept:
         summarize_file(path, engine="stream")
     assert len(kept) == 1 and kept[0].kernels  # the pass's state, for the process's end to drop
     summarize_file(path, engine="stream")  # outside the block: nothing kept
