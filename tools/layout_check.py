@@ -17,7 +17,9 @@ Checks, reading the source only (nothing is imported):
   functions over TARGET_FUNCTION_LINES are reported as a figure, not an error;
 - the modules that rename files into place (``os.replace``/``os.rename``/``Path.replace``/``.rename``):
   there must be exactly one.
-Also reported: the longest chain of imports between modules (the module graph's depth).
+Also reported: the longest chain of imports between modules (the module graph's depth), the longest
+chain between subpackages (each top-level module counting as one), and the imports of another
+module's ``_private`` name within one subpackage (allowed).
 Exit status 0 when every rule holds, 1 otherwise; the report names each offender.
 """
 
@@ -279,10 +281,14 @@ def check(root: Path, layers: dict[str, int] | None = None, core: set[str] | Non
             d = group_of(dep, package)
             if d != g:
                 group_graph.setdefault(g, set()).add(d)
-    private = sorted({(mod, f"{owner}.{name}") for mod, pairs in taken.items() for owner, name in pairs
-                      if name.startswith("_") and not name.startswith("__")
-                      and group_of(owner, package) != group_of(mod, package)})
+    taken_private = {(mod, owner, name) for mod, pairs in taken.items() for owner, name in pairs
+                     if name.startswith("_") and not name.startswith("__") and owner != mod}
+    private = sorted({(mod, f"{owner}.{name}") for mod, owner, name in taken_private
+                      if group_of(owner, package) != group_of(mod, package)})
+    private_within = sorted((mod, f"{owner}.{name}") for mod, owner, name in taken_private
+                            if group_of(owner, package) == group_of(mod, package))
     chain = _longest_chain(graph)
+    group_chain = _longest_chain(group_graph)
     return {
         "modules": len(modules),
         "cycles": _cycles(graph),
@@ -295,8 +301,11 @@ def check(root: Path, layers: dict[str, int] | None = None, core: set[str] | Non
         "layer_violations": layer_violations,
         "subpackage_cycles": _cycles(group_graph),
         "private_imports": private,
+        "private_within_subpackage": private_within,
         "depth": len(chain),
         "longest_chain": chain,
+        "subpackage_depth": len(group_chain),
+        "longest_subpackage_chain": group_chain,
     }
 
 
@@ -350,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {m}")
     print(f"longest import chain: {got['depth']} modules")
     print("  " + " -> ".join(m.split(".", 1)[-1] if "." in m else m for m in got["longest_chain"]))
+    print(f"longest chain between subpackages (a top-level module counts as one): {got['subpackage_depth']}")
+    print("  " + " -> ".join(got["longest_subpackage_chain"]))
+    print(f"imports of another module's private name within its subpackage (allowed): "
+          f"{len(got['private_within_subpackage'])}")
     return 0 if ok else 1
 
 

@@ -125,6 +125,7 @@ def test_another_subpackages_private_name_is_found_however_it_is_taken(tmp_path)
     got = _checker().check(pkg, layers=LAYERS, core=set())
     assert got["private_imports"] == [("pkg.cli", "pkg.low.a._helper"), ("pkg.mid.m", "pkg.low.a._SECRET"),
                                       ("pkg.mid.n", "pkg.low.a._helper")]
+    assert got["private_within_subpackage"] == [("pkg.low.b", "pkg.low.a._SECRET")]  # reported, allowed
 
 
 def test_more_than_eight_modules_at_the_top_fails(tmp_path):
@@ -159,3 +160,6 @@ def test_the_longest_import_chain_is_measured(tmp_path):
     got = _checker().check(pkg, layers=LAYERS, core=set())
     assert got["longest_chain"] == ["pkg.cli", "pkg.high.h", "pkg.mid.m", "pkg.low.a"]
     assert got["depth"] == 4
+    # between subpackages: cli -> high -> mid -> low (cli's direct import of low is the shorter way)
+    assert got["longest_subpackage_chain"] == ["cli", "high", "mid", "low"]
+    assert got["subpackage_depth"] == 4
