@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from ..model import events as evs
 from ..model.event_cost import COST_SOURCES, AugmentStats, EventCost  # noqa: F401  (re-exported)
-from ..traces import files as tf
+from ..traces import engines, files as tf
 from .args import augment_event, device_bandwidth
 from .args import device_from_trace as device_from_trace  # noqa: F401  (re-exported)
 from .stream.progress import Progress
@@ -87,15 +87,6 @@ def default_output_path(in_path: str | os.PathLike) -> str:
     return p + ".augmented.json"
 
 
-FAST_PATH_MIN_BYTES = 50_000_000
-"""Traces whose JSON text is at least this large (:func:`traces.files.text_size`: a ``.gz`` file
-counts uncompressed) are augmented by the "stream" engine under ``engine="auto"``: events are
-parsed one at a time and only the augmented ones are re-encoded."""
-
-ENGINES = ("auto", "full", "stream")
-"""The engines :func:`augment_file` takes by name."""
-
-
 def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None = None,
                  device: "DeviceSpec | None" = None, *, progress: bool = False, engine: str | None = None,
                  fast: bool | None = None) -> AugmentStats:
@@ -109,8 +100,8 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
       one at a time from the file's bytes, copy unchanged events' bytes, share the work with a
       forked worker for large files. It falls back to the full load whenever the file's layout is
       not the one it expects, and writes the same JSON;
-    - ``"auto"`` (or None, the default): "stream" for files of :data:`FAST_PATH_MIN_BYTES` or more,
-      else "full".
+    - ``"auto"`` (or None, the default): "stream" for a large file
+      (:data:`~inductor_perf.traces.engines.LARGE_TRACE_BYTES` of JSON text or more), else "full".
 
     ``fast`` is the older spelling: True means "stream", False "full", None "auto"; giving both
     ``fast`` and an ``engine`` that disagree raises ValueError, as does an unknown engine name.
@@ -126,13 +117,8 @@ def augment_file(in_path: str | os.PathLike, out_path: str | os.PathLike | None 
     from ..costs.from_shapes import warm_up
 
     warm_up()
-    if engine == "auto":
-        try:
-            engine = "stream" if tf.text_size(src) >= FAST_PATH_MIN_BYTES else "full"  # a .gz file by its JSON's size
-        except OSError:
-            engine = "full"  # let the full engine say what is wrong with the path
     try:
-        if engine == "stream":
+        if engines.streams(src, engine):
             from .stream import engine as stream_engine
 
             result = stream_engine.augment_file_stream(src, dst, device, show)
@@ -154,8 +140,8 @@ def _noted(stats: AugmentStats) -> AugmentStats:
 def _engine(engine: str | None, fast: bool | None) -> str:
     """The engine ``augment_file(engine=..., fast=...)`` asks for; ValueError for an unknown name or
     a disagreement."""
-    if engine is not None and engine not in ENGINES:
-        raise ValueError(f"unknown augment engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
+    if engine is not None:
+        engines.check_engine(engine, "augment")
     if fast is None:
         return engine or "auto"
     implied = "stream" if fast else "full"

@@ -1,9 +1,9 @@
 """Costs for a trace that ``augment`` has not costed, computed in memory by the very code ``augment``
 runs, so that ``summary`` and ``diff`` of a raw trace give the numbers of augment-then-summary.
 
-A trace counts as costed when any event carries ``kernel_flop``, ``cost_source`` or ``launch_op``
-(augmentation writes them; a trace of our own compiled run carries them from its tags). Otherwise
-:func:`with_costs` runs :func:`inductor_perf.augment.core.costs_from_shapes` and
+A trace counts as costed when any event carries a cost mark (:func:`inductor_perf.model.events.is_costed`:
+``kernel_flop``, ``cost_source`` or ``launch_op``; augmentation writes them, and a trace of our own
+compiled run carries them from its tags). Otherwise :func:`with_costs` runs :func:`inductor_perf.augment.core.costs_from_shapes` and
 :func:`inductor_perf.augment.core.augment_trace` (device-side peaks only, as ``augment_file`` does). The
 augmented trace shares every unchanged event with the input, so the two are never two full copies.
 Pure: no file I/O.
@@ -17,26 +17,6 @@ from typing import Any, Mapping
 from ..model import events as evs
 
 log = logging.getLogger(__name__)
-
-_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
-
-
-def is_costed(trace: Mapping[str, Any]) -> bool:
-    """Whether any event of ``trace`` carries a cost mark (``kernel_flop``, ``cost_source`` or
-    ``launch_op``): augmented, or our own compiled run's.
-
-    >>> is_costed({"traceEvents": [{"ph": "X", "args": {"kernel_flop": 2}}]}), is_costed({"traceEvents": []})
-    (True, False)
-    """
-    events = trace.get("traceEvents")
-    if not isinstance(events, list):
-        return False
-    for ev in events:
-        if isinstance(ev, dict):
-            args = ev.get("args")
-            if isinstance(args, dict) and any(k in args for k in _MARKS):
-                return True
-    return False
 
 
 def recorded_costs_note(trace: Mapping[str, Any]) -> str | None:
@@ -59,7 +39,7 @@ def with_costs(trace: dict, device: Any = None) -> tuple[dict, str | None]:
     """
     if not isinstance(trace, dict) or not isinstance(trace.get("traceEvents"), list):
         return trace, None
-    if is_costed(trace):
+    if evs.is_costed(trace):
         return trace, recorded_costs_note(trace)
     from .core import augment_trace
     from ..errors import TraceFormatError

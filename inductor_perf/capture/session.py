@@ -132,7 +132,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     read back from the trace), so the summary written here and that of the written file are one."""
     from ..augment.core import augment_trace
     from ..devices.props import RECORD_KEY, device_record
-    from ..devices.resolve import resolve_device
+    from ..devices.resolve import run_device, run_device_type
     from ..costs.from_tags import costs_from_tags
     from ..report.text import format_summary
     from ..summary.files import summarize_trace
@@ -140,15 +140,8 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
 
     trace = trace if trace is not None else load_trace(raw_path)
     costs, jstats = costs_from_tags(trace, REGISTRY.get)
-    on_gpu = any(isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
-    device, why = None, "no peaks known for this device"
-    try:
-        # peaks given with options={"inductor_perf.device": ...} when the graphs called here were compiled
-        override = REGISTRY.device_override(i for i, _ in jstats.per_marker_counts)
-        device = resolve_device("cuda" if on_gpu else "cpu", override=override)
-    except Exception as e:  # peaks are optional: the trace is still useful without them
-        log.warning("inductor_perf: could not determine device peaks (%s)", e)
-        why = f"could not determine device peaks: {e}"
+    on_gpu = run_device_type(trace) == "cuda"
+    device, why = run_device(trace, (i for i, _ in jstats.per_marker_counts), REGISTRY)
     augmented, _ = augment_trace(trace, _tf32_costs(costs, on_gpu), device, device_events_only=on_gpu)
     augmented[RECORD_KEY] = device_record(device, None if device is not None else why)
     costed = summarize_trace(augmented, label=os.path.basename(base))

@@ -38,7 +38,6 @@ HOST_EVENT, DEVICE_EVENT, LAUNCH_EVENT, OTHER_EVENT = 1, 2, 3, 0
 _HOST_CATS = evs.CPU_SCOPE_CATS | {"python_function"}
 """The categories units are cut from: ops and our ranges, plus Python frames, which are transparent
 (their ops still count) but must nest like the rest."""
-_RUNTIME_CATS = evs.RUNTIME_CATS  # the cost join's (ROCm's hip calls are "cuda_runtime" too)
 DEVICE_ARGS = ("correlation", "External id", evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS, evs.KERNEL_FLOP,
                evs.ACHIEVED_FLOPS_PCT)
 """The only args of a device event a side reads: its launch, and what augmenting wrote on it."""
@@ -62,7 +61,7 @@ def category_kind(cat: str) -> int:
         return HOST_EVENT
     if c in evs.DEVICE_CATS:
         return DEVICE_EVENT
-    return LAUNCH_EVENT if c in _RUNTIME_CATS else OTHER_EVENT
+    return LAUNCH_EVENT if c in evs.RUNTIME_CATS else OTHER_EVENT
 
 
 def correlation_key(corr: Any) -> Any:

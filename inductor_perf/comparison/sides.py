@@ -6,7 +6,7 @@ whole traces' units.
 A side is the trace's units (:func:`units.units_from_events`) grouped by everything the row join
 reads (:func:`aggregate_units`): a few thousand units for a million events, whatever the
 file's size, so only that crosses between processes. A large file (``engine="auto"``:
-:data:`~inductor_perf.summary.stream.engine.STREAM_MIN_BYTES` of JSON text or more) is read as the
+:data:`~inductor_perf.traces.engines.LARGE_TRACE_BYTES` of JSON text or more) is read as the
 streaming summary reads it (:class:`summary.stream.engine.Windows`: orjson windows of the mapped text):
 only its host events are kept, slimmed to the args units read, while the cost join sees every
 event, as :func:`inductor_perf.augment.in_memory.with_costs` costs a loaded trace (both fed by the
@@ -24,16 +24,11 @@ from types import SimpleNamespace
 from typing import Any, Mapping
 
 from ..model import events as evs
-from ..traces import files as tf
+from ..traces import engines, files as tf
 from .kernels import DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, PEAK_ARG, Device, category_kind, correlation_key
 from .units import UNIT_ARGS, TraceUnits, Unit, trace_units, units_from_events
 
 log = logging.getLogger(__name__)
-
-ENGINES = ("auto", "full", "stream")
-"""``full``: load each trace whole (the path ``diff`` always took, :func:`runner.diff_traces`);
-``stream``: read each in windows (falling back to a whole load for a file that engine does not take);
-``auto``: stream files of :data:`~inductor_perf.summary.stream.engine.STREAM_MIN_BYTES` or more."""
 
 PARALLEL_MIN_BYTES = 16_000_000
 """Both files at least this large (on disk): the second side is worked on by a worker process
@@ -42,20 +37,19 @@ while this one works on the first. Below, starting a Python process costs more t
 _NO_ARGS: dict[str, Any] = {}
 """The args of every slim host event that keeps none (shared: nothing mutates a slim event's args;
 costing one replaces them)."""
-_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
-"""What makes a trace costed (:func:`inductor_perf.augment.in_memory.is_costed`)."""
 
 
 def side_of_file(path: str | os.PathLike, engine: str = "auto", kernels: bool = True
                  ) -> tuple[TraceUnits, str | None]:
     """The aggregated units of the trace file ``path`` (:func:`aggregate_units`) and the
     note on its costs (:func:`inductor_perf.augment.in_memory.with_costs`'s); TraceFormatError with one
-    line for a file that is not a readable trace. ``kernels=False``: without the kernels (only
-    ``by="kernel"`` reads them)."""
+    line for a file that is not a readable trace. ``engine`` (:data:`~inductor_perf.traces.engines.ENGINES`):
+    ``full`` loads the trace whole (the path ``diff`` always took, :func:`runner.diff_traces`);
+    ``stream`` reads it in windows (falling back to a whole load for a file that engine does not
+    take); ``auto`` streams a large file. ``kernels=False``: without the kernels (only ``by="kernel"``
+    reads them)."""
     p = os.fspath(path)
-    if engine not in ENGINES:
-        raise ValueError(f"unknown diff engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
-    if engine == "stream" or engine == "auto" and _large(p):
+    if engines.streams(p, engines.check_engine(engine, "diff")):
         got = _streamed_side(p, kernels)
         if got is not None:
             return got
@@ -83,15 +77,6 @@ def _with_bad_time(note: str | None, bad: int) -> str | None:
     if not bad:
         return note
     return evs.bad_time_note(bad) if note is None else f"{note}; {evs.bad_time_note(bad)}"
-
-
-def _large(path: str) -> bool:
-    from ..summary.stream.engine import STREAM_MIN_BYTES
-
-    try:
-        return tf.text_size(path) >= STREAM_MIN_BYTES
-    except OSError:
-        return False  # the whole load says what is wrong
 
 
 def _streamed_side(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None] | None:
@@ -216,7 +201,7 @@ class _Kept:
     def add_other(self, ev: Any) -> None:
         """Any other event: only its cost marks are read."""
         args = ev.get("args") if type(ev) is dict else None
-        if not self.costed and type(args) is dict and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+        if not self.costed and evs.has_cost_mark(args):
             self.costed = True
 
 

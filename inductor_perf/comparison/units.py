@@ -14,18 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
 from ..model import events as evs
+from ..model.events import GRAD_ACCUM, NO_KEY, OUTSIDE_MODEL, RUNTIME_OVERHEAD  # row labels
 from ..model.markers import MARKER_PREFIX, parse_marker
 from ..traces import files as tf
 from .eager import parse_module_range, parse_phase_range, parse_step_range
 from .kernels import (EVAL_FN, Device, Places, SideEvents, autograd_threads, clip, combine_costs, correlation_key,
                       cpu_kernels, kernel_cost, merge, ops_by_external_id)
-
-# Keys of rows that are not a module / line / op of the user's code.
-OUTSIDE_MODEL = "(outside model)"
-RUNTIME = "(runtime overhead)"
-GRAD_ACCUM = "(grad accumulation)"
-NO_KEY = "(unknown)"
-SPECIAL_KEYS = (OUTSIDE_MODEL, RUNTIME, GRAD_ACCUM, NO_KEY)
 OTHER_PHASE = "other"
 """The phase of a device event launched from no thread of the step, or whose launch the trace lacks
 (only kernels have it: ``by="kernel"``)."""
@@ -337,9 +331,9 @@ class _UnitCollector:
             if unit_phase == "forward":
                 self.fwd_units.append((n, scope.module))
         elif scope.in_compiled:
-            u.module = RUNTIME
+            u.module = RUNTIME_OVERHEAD
         elif scope.in_model and unit_phase == "forward":
-            u.module = RUNTIME
+            u.module = RUNTIME_OVERHEAD
         elif op == _ACCUMULATE_GRAD:
             u.module = GRAD_ACCUM
         elif unit_phase == "backward":
@@ -499,7 +493,7 @@ def _kernel_units(got: SideEvents, by_ext: Mapping[Any, tuple[Any, Any, float]],
                 phase = markers.at(thread, place[2])  # type: ignore[index]
                 default = "backward" if thread in autograd else "forward"
                 out.append(_kernel_of(name, args, ts, dur, Unit("", ts, dur, phase or default,
-                                                                RUNTIME if phase else OUTSIDE_MODEL, None, (),
+                                                                RUNTIME_OVERHEAD if phase else OUTSIDE_MODEL, None, (),
                                                                 phase is not None)))
             continue
         launched[id(u)].append(dev)

@@ -22,7 +22,7 @@ import math
 import os
 import threading
 from types import MappingProxyType
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping
 
 import torch
 
@@ -266,6 +266,36 @@ def resolve_device(device_type: str = "cpu", index: int = 0, override: object | 
         with _resolved_lock:
             _resolved[key] = spec
     return spec
+
+
+# --------------------------------------------------------------------------------------------
+# The device of a run of our compiled graphs: one rule for the capture and compare()
+# --------------------------------------------------------------------------------------------
+def run_device_type(trace: Mapping[str, Any]) -> str:
+    """``"cuda"`` when a trace of our own run has device kernels (an event of category ``kernel``),
+    else ``"cpu"``: the device whose peaks its figures are measured against.
+
+    >>> run_device_type({"traceEvents": [{"ph": "X", "cat": "kernel"}]}), run_device_type({"traceEvents": []})
+    ('cuda', 'cpu')
+    """
+    kernels = (isinstance(e, dict) and e.get("cat") == "kernel" for e in trace.get("traceEvents", ()))
+    return "cuda" if any(kernels) else "cpu"
+
+
+def run_device(trace: Mapping[str, Any], graphs: Iterable[int], registry: Any) -> tuple[DeviceSpec | None, str | None]:
+    """The peaks a trace of our own compiled run is measured against, by one rule for the capture
+    (:func:`inductor_perf.capture.session.process_trace`) and ``compare()``: the ``inductor_perf.device``
+    option of the first of ``graphs`` (the instance ids of the graphs called in the trace) compiled
+    with one (``registry.device_override``, a :class:`~inductor_perf.model.tags.TagRegistry`), else
+    :func:`resolve_device` for :func:`run_device_type`. (the row, None), or (None, why there is none):
+    peaks are optional, so a failure to resolve them is logged, never raised."""
+    try:
+        override = registry.device_override(graphs)
+        device = resolve_device(run_device_type(trace), override=override)
+    except Exception as e:  # peaks are optional: the trace is still useful without them
+        log.warning("inductor_perf: could not determine device peaks (%s)", e)
+        return None, f"could not determine device peaks: {e}"
+    return (device, None) if device is not None else (None, "no peaks known for this device")
 
 
 def _resolve_uncached(device_type: str, index: int, override: object | None) -> DeviceSpec | None:

@@ -76,21 +76,123 @@ ADDED_ARG_KEYS = (
     MEMORY_ROOF,
 )
 
+COST_MARKS = (KERNEL_FLOP, COST_SOURCE, LAUNCH_OP)
+"""The args that make a trace costed (:func:`is_costed`): augmentation writes them, and a trace of our
+own compiled run carries them from its tags. A costed trace's costs are its own: ``summary`` and
+``diff`` read them instead of costing the trace from its recorded shapes."""
+
+
+def has_cost_mark(args: Any) -> bool:
+    """Whether an event's ``args`` carry a cost mark (:data:`COST_MARKS`). The per-event loop of the
+    streaming summary tests it inline (``summary.stream.loop.read_batch``, which unpacks the marks).
+
+    >>> has_cost_mark({"launch_op": "aten::mm"}), has_cost_mark({"kernel_num_gb": 1.0}), has_cost_mark(None)
+    (True, False, False)
+    """
+    return isinstance(args, dict) and any(k in args for k in COST_MARKS)
+
+
+def is_costed(trace: Mapping[str, Any]) -> bool:
+    """Whether any event of ``trace`` carries a cost mark (:func:`has_cost_mark`): augmented, or our
+    own compiled run's.
+
+    >>> is_costed({"traceEvents": [{"ph": "X", "args": {"kernel_flop": 2}}]}), is_costed({"traceEvents": []})
+    (True, False)
+    """
+    events = trace.get("traceEvents")
+    return isinstance(events, list) and any(isinstance(ev, dict) and has_cost_mark(ev.get("args")) for ev in events)
+
+
 # Event categories, lower-cased. Kineto writes "cpu_op"/"kernel"/"cuda_runtime"; pre-2.0 traces
 # wrote "Operator"/"Kernel"/"Runtime".
 CPU_OP_CATS = frozenset({"cpu_op", "operator"})
 CPU_SCOPE_CATS = frozenset({"cpu_op", "operator", "user_annotation"})
 KERNEL_CATS = frozenset({"kernel"})
-RUNTIME_CATS = frozenset({"cuda_runtime", "runtime", "cuda_driver"})
+RUNTIME_CATS = frozenset({"cuda_runtime", "cuda_driver", "hip_runtime", "runtime"})
+"""Host calls into the GPU runtime or driver (``cudaLaunchKernel``, ``cuLaunchKernel``; ROCm's HIP
+calls, which Kineto files as ``cuda_runtime`` or ``hip_runtime``; pre-2.0 Kineto's ``Runtime``): each
+launch carries the ``correlation`` id of the device work it starts. The cost join follows it to the op
+that launched a kernel, the summary to the thread that launched it, a diff to its unit. Match with
+:func:`is_runtime`."""
 FLOW_CATS = frozenset({"ac2g"})
 # Device-side categories that can carry a kernel's cost (older Kineto capitalized them).
 DEVICE_CATS = frozenset({"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+
+
+def is_runtime(cat: Any) -> bool:
+    """Whether events of category ``cat`` are runtime calls (:data:`RUNTIME_CATS`, any case).
+
+    >>> [is_runtime(c) for c in ("cuda_runtime", "cuda_driver", "hip_runtime", "Runtime", "cpu_op", None)]
+    [True, True, True, True, False, False]
+    """
+    return isinstance(cat, str) and cat.lower() in RUNTIME_CATS
+
+
+def replays_cuda_graph(cat: Any, name: Any) -> bool:
+    """Whether an event of category ``cat`` named ``name`` is a runtime call that replays a CUDA graph
+    (``cudaGraphLaunch``): the kernels it starts were launched when the graph was captured, so the
+    trace shows no launch of their own (the summary says so). Calls filed as ``hip_runtime`` are left
+    out. The streaming pass tests ``"GraphLaunch" in name`` before calling it.
+
+    >>> replays_cuda_graph("cuda_runtime", "cudaGraphLaunch"), replays_cuda_graph("hip_runtime", "hipGraphLaunch")
+    (True, False)
+    """
+    return (is_runtime(cat) and isinstance(name, str) and "GraphLaunch" in name
+            and cat.lower() != "hip_runtime")
 
 
 def is_device_side(cat: Any) -> bool:
     """Events on a GPU timeline: kernels and copies, and the GPU-stream copies Kineto makes of
     user annotations (``gpu_user_annotation``), which must not count as graph calls."""
     return isinstance(cat, str) and (cat.lower() in DEVICE_CATS or cat.lower().startswith("gpu_"))
+
+
+# --- Row labels: the keys of table rows that name no module, line, op or event of the user's -------
+# Summary (module and line tables, idle attribution, collectives' compute time).
+ROOT_MODULE = "(root module)"
+"""Work in the top-level forward itself: ``module_path`` "" (the summary's module table, a diff's
+module rows, the other modules a kernel's nodes belong to)."""
+NO_MODULE = "(no module)"
+"""Kernels with no ``module_path`` arg: their module is unknown (:func:`module_row`)."""
+NO_SOURCE = "(no source)"
+"""Kernels with no (or an empty) ``source`` arg: their line is unknown (:func:`line_row`)."""
+NO_HOST_EVENT = "(no host event)"
+"""Idle time during which the launching thread ran no event (the idle table's host activity)."""
+LAUNCHER_UNKNOWN = "(launching thread unknown)"
+"""Idle time before a kernel whose launching thread the trace does not say (the idle table)."""
+# Comparison (eager vs compiled, trace vs trace).
+UNATTRIBUTED = "(unattributed)"
+"""The row of step time that no op or kernel covers (Python between ops, hooks, the profiler)."""
+OUTSIDE_MODEL = "(outside model)"
+"""Ops of a step outside the model's forward and backward (the loss, the optimizer, copies)."""
+RUNTIME_OVERHEAD = "(runtime overhead)"
+"""The compiled graphs' own runtime around their kernels (guards, the wrappers)."""
+GRAD_ACCUM = "(grad accumulation)"
+"""The autograd engine's accumulation of gradients into ``.grad``."""
+NO_KEY = "(unknown)"
+"""A unit whose module is not known (a compiled kernel without tags, a kernel launched from no step)."""
+NO_SOURCE_INFO = "(no source info)"
+"""A diff's ``by="line"`` row of units with no source line (eager traces carry none)."""
+SPECIAL_KEYS = (OUTSIDE_MODEL, RUNTIME_OVERHEAD, GRAD_ACCUM, NO_KEY)
+"""The comparison's module keys that are no module of the user's code (sorted after the others)."""
+
+
+def module_row(module_path: Any) -> str:
+    """The module-table row of a kernel whose ``module_path`` arg is ``module_path``.
+
+    >>> module_row("encoder.fc"), module_row(""), module_row(None)
+    ('encoder.fc', '(root module)', '(no module)')
+    """
+    return (module_path or ROOT_MODULE) if isinstance(module_path, str) else NO_MODULE
+
+
+def line_row(source: Any) -> str:
+    """The line-table row of a kernel whose ``source`` arg is ``source``.
+
+    >>> line_row("model.py:12"), line_row(""), line_row(None)
+    ('model.py:12', '(no source)', '(no source)')
+    """
+    return source if isinstance(source, str) and source else NO_SOURCE
 
 
 def strict_json(v: Any) -> Any:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import text as rp
+from ..model import events as evs
 from ..model.kernel_names import readable_names
 
 NAME_WIDTH = 64
@@ -151,10 +152,10 @@ def comparison_html(c: Any) -> str:
         rows = [r for r in c.rows if r.phase == phase]
         if not rows:
             continue
-        cells = [[r.key or rp._ROOT_MODULE, rp.fmt_time_us(r.a_us), rp.fmt_time_us(r.b_us), rp._speedup(r.speedup),
+        cells = [[r.key or evs.ROOT_MODULE, rp.fmt_time_us(r.a_us), rp.fmt_time_us(r.b_us), rp._speedup(r.speedup),
                   rp._count(r.a_count), rp._count(r.b_count), rp.fmt_si(r.flops), rp.fmt_pct(r.achieved_pct)]
                  for r in rows]
-        fusion += [f"[{phase}] {r.key or rp._ROOT_MODULE}: " + "; ".join(r.fusion) for r in rows if r.fusion]
+        fusion += [f"[{phase}] {r.key or evs.ROOT_MODULE}: " + "; ".join(r.fusion) for r in rows if r.fusion]
         ta, tb = c.phase_total(phase)
         cells.append([f"{phase} total", rp.fmt_time_us(ta), rp.fmt_time_us(tb),
                       rp._speedup(ta / tb if ta > 0 and tb > 0 else None), "", "", "", ""])

@@ -20,6 +20,7 @@ import json
 import math
 from typing import Any, Sequence
 
+from ..model import events as evs
 from ..model.events import strict_json
 from ..model.kernel_kinds import KIND_LABELS
 from ..model.kernel_names import readable_names
@@ -455,9 +456,6 @@ def _wrap(prefix: str, text: str) -> str:
 
 
 # --- Comparison (eager vs compiled, trace vs trace) -----------------------------------------------
-UNATTRIBUTED = "(unattributed)"
-"""The row of step time that no op or kernel covers (Python between ops, hooks, the profiler)."""
-_ROOT_MODULE = "(root module)"
 
 
 def format_comparison(c: Any, fmt: str = "text") -> str:
@@ -536,11 +534,11 @@ def _comparison_phases(c: Any, short: tuple[str, str], fmt: str) -> tuple[list[s
         cells = []
         for r in rows:
             key = r.key if c.by != "line" else r.key.replace("\\", "/").rsplit("/", 1)[-1]
-            cells.append([key if key else _ROOT_MODULE, fmt_time_us(r.a_us), fmt_time_us(r.b_us),
+            cells.append([key if key else evs.ROOT_MODULE, fmt_time_us(r.a_us), fmt_time_us(r.b_us),
                           _speedup(r.speedup), _count(r.a_count), _count(r.b_count), fmt_si(r.flops),
                           fmt_pct(r.achieved_pct) + (" *" if r.achieved_pct is not None and r.achieved_pct > 100 else "")])
             if r.fusion:
-                fusion_lines.append(f"[{phase}] {key or _ROOT_MODULE}: " + "; ".join(r.fusion))
+                fusion_lines.append(f"[{phase}] {key or evs.ROOT_MODULE}: " + "; ".join(r.fusion))
         ta, tb = c.phase_total(phase)
         cells.append([f"{phase} total", fmt_time_us(ta), fmt_time_us(tb),
                       _speedup(ta / tb if ta > 0 and tb > 0 else None), "", "", "", ""])
@@ -560,7 +558,7 @@ def _comparison_tail(c: Any, short: tuple[str, str], fmt: str, fusion_lines: lis
         tot.append(["- rows that ran beside each other (threads, streams)", fmt_time_us(-a.overlap_us),
                     fmt_time_us(-b.overlap_us)])
     what = {"host": "Python, hooks, profiler, gaps", "device": "device idle"}
-    tot += [[f"{UNATTRIBUTED}: " + " / ".join(dict.fromkeys(what[t] for t in (a.time, b.time))),
+    tot += [[f"{evs.UNATTRIBUTED}: " + " / ".join(dict.fromkeys(what[t] for t in (a.time, b.time))),
              fmt_time_us(a.unattributed_us), fmt_time_us(b.unattributed_us)],
             ["measured step time", fmt_time_us(a.step_us), fmt_time_us(b.step_us)]]
     out = ["", "### Totals", ""] if md else ["", "Totals (per step)"]

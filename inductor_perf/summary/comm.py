@@ -167,16 +167,15 @@ def _rows(found: list[tuple[ParsedEvent, str, int | None, int | None]]) -> list[
     return rows
 
 
-def _by_key(kernels: list[ParsedEvent], kinds: dict[int, str], key: str, missing: str) -> dict[str, float]:
+def _by_key(kernels: list[ParsedEvent], kinds: dict[int, str], key: str) -> dict[str, float]:
+    """The time of the non-collective kernels by the row of the summary's module table
+    (``key`` ``module_path``) or line table (``source``) each falls in."""
+    row = evs.module_row if key == evs.MODULE_PATH else evs.line_row
     acc: dict[str, float] = {}
     for k in kernels:
         if kinds.get(id(k)) == KIND_COLLECTIVE:
             continue
-        v = k.args.get(key)
-        if key == evs.MODULE_PATH:  # "" is the root module, as in the summary's module table
-            name = (v or "(root module)") if isinstance(v, str) else missing
-        else:
-            name = v if isinstance(v, str) and v else missing
+        name = row(k.args.get(key))
         acc[name] = acc.get(name, 0.0) + k.dur
     return _top(acc)
 
@@ -215,9 +214,9 @@ def comm_view(kernels: list[ParsedEvent], kinds: dict[int, str], host_events: li
                     compute_us=rounded(compute_us), active_us=rounded(comm_us + compute_us - overlap),
                     collectives=_rows(found),
                     compute_by_module=(_top(known.by_module) if known is not None else
-                                       _by_key(kernels, kinds, evs.MODULE_PATH, "(no module)")),
+                                       _by_key(kernels, kinds, evs.MODULE_PATH)),
                     compute_by_line=(_top(known.by_line) if known is not None else
-                                     _by_key(kernels, kinds, evs.SOURCE, "(no source)")))
+                                     _by_key(kernels, kinds, evs.SOURCE)))
     steps = profiler_steps(host_events)
     comm_starts, compute_starts = ([s for s, _ in comm], [s for s, _ in compute]) if steps else ([], [])
     for st in steps:

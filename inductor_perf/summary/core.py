@@ -263,11 +263,8 @@ def static_sums(args: Mapping[str, Any]) -> tuple:
         gb = None
     mod = args.get(evs.MODULE_PATH)
     src = args.get(evs.SOURCE)
-    # "" is the root module (work in the top-level forward itself); a missing arg is unknown.
-    mkey = (mod or "(root module)") if isinstance(mod, str) else "(no module)"
-    lkey = src if isinstance(src, str) and src else "(no source)"
-    return (flop, gb, int(bad), _text(src), _text(mod), _text(args.get(evs.KERNEL_DTYPE)), mkey, lkey,
-            _text(args.get(evs.MEMORY_ROOF)))
+    return (flop, gb, int(bad), _text(src), _text(mod), _text(args.get(evs.KERNEL_DTYPE)), evs.module_row(mod),
+            evs.line_row(src), _text(args.get(evs.MEMORY_ROOF)))
 
 
 def _totals(kernels: list[ParsedEvent]) -> _Totals:

@@ -74,37 +74,21 @@ def summarize_trace(trace: dict, *, label: str | None = None, device: Any = None
     return CostedTrace(costed, summary, device)
 
 
-ENGINES = ("auto", "full", "stream")
-"""How :func:`summarize_path` reads each file: ``"full"`` loads the whole trace
-(:func:`summarize_trace`, which keeps the costed trace for the report page); ``"stream"`` summarizes
-it in one streaming pass (:mod:`inductor_perf.summary.stream.engine`: the same numbers, bounded memory, no
-trace kept), falling back to the full load for traces it does not take; ``"auto"`` streams files of
-:data:`~inductor_perf.summary.stream.engine.STREAM_MIN_BYTES` or more."""
-
-
-def _wants_stream(f: str, engine: str) -> bool:
-    if engine == "auto":
-        from .stream.engine import STREAM_MIN_BYTES
-        from ..traces.files import text_size
-
-        try:
-            return text_size(f) >= STREAM_MIN_BYTES
-        except OSError:
-            return False
-    return engine == "stream"
-
-
 def summarize_file(f: str, *, device: Any = None, top: int = 20, engine: str = "full",
                    stage: Callable[[str], None] | None = None, which: str | None = None,
                    light: bool = False) -> CostedTrace:
-    """One trace file, summarized by ``engine`` (:data:`ENGINES`); InductorPerfError when it is not a
-    readable trace. ``which`` names it in the progress lines ``stage`` is told. ``light``: when the
+    """One trace file, summarized by ``engine`` (:data:`~inductor_perf.traces.engines.ENGINES`):
+    ``"full"`` loads the whole trace (:func:`summarize_trace`, which keeps the costed trace for the
+    report page); ``"stream"`` summarizes it in one streaming pass (:mod:`inductor_perf.summary.stream.engine`:
+    the same numbers, bounded memory, no trace kept), falling back to the full load for traces it does
+    not take; ``"auto"`` streams a large file. InductorPerfError when it is not a readable trace. ``which`` names it in the progress lines ``stage`` is told. ``light``: when the
     file is streamed, only the fields the cross-rank view reads (:mod:`inductor_perf.summary.light`);
     a file loaded whole gets the full summary (the same values in those fields)."""
+    from ..traces.engines import streams
     from ..traces.files import load_trace
 
     which = which or os.path.basename(f)
-    if _wants_stream(f, engine):
+    if streams(f, engine):
         from .stream.engine import summarize_file_stream
 
         if stage:
@@ -129,8 +113,9 @@ def summarize_path(path: str, *, device: Any = None, top: int = 20, engine: str 
     that is not a trace is an error when ``path`` names it alone, else it is skipped with a warning;
     raises InductorPerfError when none is readable. ``stage`` is told what is being done (a progress
     line)."""
-    if engine not in ENGINES:
-        raise ValueError(f"unknown summary engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
+    from ..traces.engines import check_engine
+
+    check_engine(engine, "summary")
     files = trace_files(path)
     done = 0
     for n, f in enumerate(files, 1):

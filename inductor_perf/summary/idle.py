@@ -188,9 +188,9 @@ def launching_threads(tk: TraceKernels) -> tuple[dict[int, tuple[Any, Any] | Non
         by_corr: dict[Any, tuple[Any, Any]] = {}
         for e in tk.host_events:
             corr = e.args.get("correlation")
-            if corr is not None and e.cat in ("cuda_runtime", "cuda_driver", "hip_runtime"):
+            if corr is not None and evs.is_runtime(e.cat):
                 by_corr[_hashable(corr)] = (e.pid, e.tid)
-            if e.cat in ("cuda_runtime", "cuda_driver") and "GraphLaunch" in e.name:
+            if "GraphLaunch" in e.name and evs.replays_cuda_graph(e.cat, e.name):
                 graph_launches = True
         for k in tk.kernels:
             launcher[id(k)] = by_corr.get(_hashable(k.args.get("correlation")))
@@ -253,7 +253,7 @@ class _IdleByHost:
         """The row an innermost event's idle time adds to, and its Python frame (looked up once)."""
         got = self.known.get(ev)
         if got is None:
-            got = self.known[ev] = (self.host(ev.name if ev is not None else "(no host event)"),
+            got = self.known[ev] = (self.host(ev.name if ev is not None else evs.NO_HOST_EVENT),
                                     _python_frame(ev) if self.frames else None)
         return got
 
@@ -308,7 +308,7 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
                 if frame:
                     acc.frames[frame] += t
         else:
-            idle.host("(launching thread unknown)").add(e - s, None)
+            idle.host(evs.LAUNCHER_UNKNOWN).add(e - s, None)
         if light:
             count += 1
             continue
@@ -349,7 +349,7 @@ def _gap_row(start_r: float, dur_r: float, position: str, prev_k: ParsedEvent | 
     inner_name = outer_name = frame = None
     if inner is not None and outer is not None:
         dom = _dominant(inner)
-        inner_name = dom.name if dom is not None else "(no host event)"
+        inner_name = dom.name if dom is not None else evs.NO_HOST_EVENT
         dom_outer = _dominant(outer)
         outer_name = dom_outer.name if dom_outer is not None else None
         frame = _python_frame(dom)

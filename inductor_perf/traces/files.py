@@ -63,21 +63,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-LEFT_TO_EXIT: list[Any] | None = None
-"""Set to a list by the command line when the process ends right after summarizing one trace
-(:func:`inductor_perf.cli.run`): :func:`leave_to_exit` keeps the summary's large state there, for the
-OS to take back whole when the process ends, instead of Python freeing it object by object (0.13 s
-for the streaming summary's state of a 1M-event trace). None (a library caller, the tests, a command
-over several traces): nothing is kept."""
-
-
-def leave_to_exit(state: Any) -> None:
-    """Keep ``state`` until the process ends when it ends right after this summary
-    (:data:`LEFT_TO_EXIT`); otherwise do nothing, and it is freed as usual."""
-    if LEFT_TO_EXIT is not None:
-        LEFT_TO_EXIT.append(state)
-
-
 def orjson_or_none() -> Any:
     try:
         import orjson  # optional extra "fast"

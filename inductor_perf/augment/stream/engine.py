@@ -3,8 +3,8 @@
 Pass 1 splits the events array into spans and parses each event's bytes, keeping only what the cost
 join reads; pass 2 copies the bytes of unchanged events and re-encodes (or splices args into) the
 augmented ones (:mod:`.render`). Large inputs share both passes with a forked worker (:mod:`.worker`,
-:data:`PARALLEL_MIN_BYTES`). Any layout it does not expect makes it return None, having written
-nothing: the caller then loads the whole trace.
+:data:`~inductor_perf.traces.engines.LARGE_TRACE_BYTES`). Any layout it does not expect makes it return
+None, having written nothing: the caller then loads the whole trace.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...model.event_cost import AugmentStats, EventCost
 from ...traces import files as tf
+from ...traces.engines import LARGE_TRACE_BYTES
 from ..args import device_from_trace, roofline_classify
 from .clock import StageClock
 from .gzip_out import write_gzip_parts
@@ -29,11 +30,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 log = logging.getLogger(__name__)
 
-PARALLEL_MIN_BYTES = 50_000_000
-"""Traces whose JSON text is at least this large are worked on by two processes where ``os.fork``
-exists: a forked worker parses and indexes the later part of the events, then renders and writes (or
-compresses, for ``.gz`` output) the later part of the output, while this process does the earlier
-parts. (The size at which :func:`augment.core.augment_file` picks this engine, too.)"""
+# A large trace (traces.engines.LARGE_TRACE_BYTES) is worked on by two processes where ``os.fork``
+# exists: a forked worker parses and indexes the later part of the events, then renders and writes (or
+# compresses, for ``.gz`` output) the later part of the output, while this process does the earlier parts.
 
 _JOIN_SHARE = 0.47
 """The worker's share of the events to parse: a little under half, since it also pickles its index."""
@@ -139,8 +138,9 @@ def _augment_raw(raw: Any, gz: bool, src: str, dst: str, device: Any, show: "Pro
 def _fork_worker(raw: Any, gz: bool, start: int, join_type: Callable[..., Any],
                  clock: StageClock) -> tuple[Worker | None, int | None]:
     """The worker and where its part of the events array begins, for inputs of
-    :data:`PARALLEL_MIN_BYTES` or more where ``os.fork`` exists; (None, None): one process."""
-    if not hasattr(os, "fork") or len(raw) < PARALLEL_MIN_BYTES:
+    :data:`~inductor_perf.traces.engines.LARGE_TRACE_BYTES` or more where ``os.fork`` exists; (None,
+    None): one process."""
+    if not hasattr(os, "fork") or len(raw) < LARGE_TRACE_BYTES:
         return None, None
     # The worker splits and parses the events after the cut; this process, those before it.
     cut = tf.event_cut(raw, start, 1.0 - _JOIN_SHARE)

@@ -30,6 +30,7 @@ and the caller loads the whole trace. A file cut mid-event raises TraceFormatErr
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from array import array
 from collections import defaultdict
@@ -39,18 +40,41 @@ from ...model import events as evs
 from ...traces import files as tf
 from ...traces.windows import WINDOW_BYTES, Windows, LayoutError, mapped_text
 from ..kernels import ParsedEvent, _hashable
-from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _MARKS, _NO_ARGS, _RUNTIME_CATS, _STEP, _STEP_PREFIX, read_batch
+from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _STEP, _STEP_PREFIX, read_batch
 
 log = logging.getLogger(__name__)
 
-__all__ = ["STREAM_MIN_BYTES", "WINDOW_BYTES", "Windows", "mapped_text", "summarize_file_stream"]
+__all__ = ["WINDOW_BYTES", "Windows", "mapped_text", "summarize_file_stream"]
 """``WINDOW_BYTES``, ``Windows`` and ``mapped_text`` live in :mod:`inductor_perf.traces.windows`;
-named here too for the diff's streamed side and the tests."""
+named here too for the diff's streamed side and the tests. Which files ``engine="auto"`` streams:
+:func:`inductor_perf.traces.engines.streams`."""
 
-STREAM_MIN_BYTES = 50_000_000
-"""Trace files whose JSON text is at least this large are summarized by this engine under
-``engine="auto"`` (the size at which ``augment`` streams too)."""
 
+_left_to_exit: list[Any] | None = None
+"""The list :func:`leave_to_exit` keeps states in, inside :func:`left_to_exit`; None outside it."""
+
+
+@contextlib.contextmanager
+def left_to_exit() -> Iterator[list[Any]]:
+    """Within the block, :func:`leave_to_exit` keeps each pass's state in the list yielded, for the
+    OS to take back whole when the process ends, instead of Python freeing it object by object (0.13 s
+    for the state of a 1M-event trace). The command line opens it when the process ends right after
+    summarizing one trace (:func:`inductor_perf.cli.run`), holds the list and ends the process
+    without the interpreter's teardown. Outside it (a library caller, a command over several traces)
+    nothing is kept."""
+    global _left_to_exit
+    outer, _left_to_exit = _left_to_exit, []
+    try:
+        yield _left_to_exit
+    finally:
+        _left_to_exit = outer
+
+
+def leave_to_exit(state: Any) -> None:
+    """Keep ``state`` until the process ends when it ends right after this summary (inside
+    :func:`left_to_exit`); otherwise do nothing, and it is freed as usual."""
+    if _left_to_exit is not None:
+        _left_to_exit.append(state)
 
 
 class _HostNode:
@@ -191,11 +215,13 @@ class _Pass:
         self._cat_class: dict[str, int] = {}
 
     def _classify(self, cat: str) -> int:
-        """0: ignored ("trace"), 1: device event, 2: other device-side event, 3: host event."""
+        """0: ignored ("trace"), 1: device event, 2: other device-side event, 3: host event, 4: runtime
+        call (a host event: :func:`~inductor_perf.model.events.is_runtime`); ``loop._P_*``."""
         c = self._cat_class.get(cat)
         if c is None:
             low = cat.lower()
-            c = (0 if low == "trace" else 1 if low in evs.DEVICE_CATS else 2 if evs.is_device_side(cat) else 3)
+            c = (0 if low == "trace" else 1 if low in evs.DEVICE_CATS else 2 if evs.is_device_side(cat)
+                 else 4 if evs.is_runtime(cat) else 3)
             self._cat_class[cat] = c
         return c
 
@@ -203,10 +229,8 @@ class _Pass:
         """Take an event that is not a complete ("X") one: count a non-object, note a cost mark."""
         if type(ev) is not dict:
             self.skipped["not an object"] += 1
-        elif not self.costed:
-            args = ev.get("args")
-            if isinstance(args, dict) and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
-                self.costed = True
+        elif not self.costed and evs.has_cost_mark(ev.get("args")):
+            self.costed = True
 
     def add(self, i: int, ev: dict) -> None:
         """Take event ``i``, a complete ("X") event. :func:`~inductor_perf.summary.stream.loop.read_batch`
@@ -214,7 +238,7 @@ class _Pass:
         args = ev.get("args")
         if type(args) is not dict:
             args = args if isinstance(args, dict) else {}
-        if not self.costed and args and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+        if not self.costed and evs.has_cost_mark(args):
             self.costed = True
         t = evs.event_time(ev.get("ts"), ev.get("dur"))
         if t is None:  # every command's rule: a complete event of any category, counted
@@ -249,14 +273,14 @@ class _Pass:
             self.kernels.append(k)
             self.kernel_index.append(i)
             self.kernel_corr.append(args.get("correlation"))
-        elif cls == 3:
+        elif cls >= 3:
             key = self._thread_keys.setdefault((pid, tid), (pid, tid))
             self.threads.add(key, name, cat, ts, dur)
-            if cat in _RUNTIME_CATS:
+            if cls == 4:
                 corr = args.get("correlation")
                 if corr is not None:
                     self.by_corr[_hashable(corr)] = key
-                if cat != "hip_runtime" and "GraphLaunch" in name:
+                if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
                     self.graph_launches = True
             elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
                 self.steps.append(ParsedEvent(name, cat, pid, tid, ts, dur, args))
@@ -433,7 +457,7 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         del join
         done = finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
                       roots=_Roots(seen.threads), light=light, size=len(raw))
-        tf.leave_to_exit(seen)
+        leave_to_exit(seen)
         return done
 
 

@@ -11,7 +11,7 @@ Once the pass is merged, the idle attribution is computed by a second forked pro
 (:func:`fork_helper`), while this one places the costs and sums the kernels
 (:mod:`inductor_perf.summary.stream.finish`).
 
-One process where ``os.fork`` is missing, for a file under :data:`FORK_MIN_BYTES`, for the light
+One process where ``os.fork`` is missing, for a file under :data:`LARGE_TRACE_BYTES`, for the light
 summary (a folder of ranks: its files are summarized in parallel already, :mod:`inductor_perf.ranks.files`)
 and inside a process started by :mod:`multiprocessing` (a pool's worker). A worker that dies or fails
 before all its parts arrive: this process reads its windows itself. The worker runs under the rules of
@@ -30,13 +30,10 @@ from typing import Any, Callable, Iterator
 from ...augment.stream.clock import StageClock
 from ...augment.stream.worker import Worker, WorkerGone, put
 from ...errors import TraceFormatError
+from ...traces.engines import LARGE_TRACE_BYTES
 from ...traces.windows import Windows, LayoutError, envelope_decoder
 
 log = logging.getLogger(__name__)
-
-FORK_MIN_BYTES = 50_000_000
-"""Trace files whose JSON text is at least this large are read by two processes (the size at which
-the streaming engine is picked, and ``augment`` forks its worker)."""
 
 HELPER_MAX_BYTES = 400_000_000
 """Trace files whose JSON text is larger than this get no helper (:func:`fork_helper`). A helper starts
@@ -150,7 +147,7 @@ def start_worker(events: Windows, light: bool, read_part: Callable[[Windows], It
     docstring names, or when the file has too few windows to share."""
     import multiprocessing
 
-    if light or not hasattr(os, "fork") or len(events.raw) < FORK_MIN_BYTES:
+    if light or not hasattr(os, "fork") or len(events.raw) < LARGE_TRACE_BYTES:
         return None
     if multiprocessing.parent_process() is not None:
         return None  # a pool's worker: its siblings have the other cores (and a daemon cannot fork safely)
@@ -229,12 +226,12 @@ class Helper:
 def fork_helper(size: int, main: Callable[..., Any], *args: Any) -> Helper | None:
     """A helper forked now, computing ``main(*args)`` from this process's memory as it is at the fork,
     for a trace of ``size`` bytes of text; None (the caller computes it) where ``os.fork`` is missing,
-    for a size under :data:`FORK_MIN_BYTES` or over :data:`HELPER_MAX_BYTES`, inside a pool's worker,
+    for a size under :data:`LARGE_TRACE_BYTES` or over :data:`HELPER_MAX_BYTES`, inside a pool's worker,
     or when the fork fails. ``main`` runs under the rules of :class:`~inductor_perf.augment.stream.worker.Worker`:
     every module it uses imported before this call, no logging."""
     import multiprocessing
 
-    if not hasattr(os, "fork") or not FORK_MIN_BYTES <= size <= HELPER_MAX_BYTES:
+    if not hasattr(os, "fork") or not LARGE_TRACE_BYTES <= size <= HELPER_MAX_BYTES:
         return None
     if multiprocessing.parent_process() is not None:
         return None  # a pool's worker: its siblings have the other cores

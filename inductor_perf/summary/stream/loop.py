@@ -43,13 +43,13 @@ event's args; it replaces them)."""
 _LEAF: Any = ()
 """The children of every host event without any (shared)."""
 
-_RUNTIME_CATS = ("cuda_runtime", "cuda_driver", "hip_runtime")
 _STEP_PREFIX = "ProfilerStep#"
 _HOST_COLLECTIVES = HOST_PREFIXES
 """Host annotations that are collectives themselves (a backend without device kernels): kept, with
 their args, for the collectives table (:func:`inductor_perf.summary.comm.comm_view`)."""
 _STEP = re.compile(r"^ProfilerStep#(\d+)$")
-_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
+_MARKS = evs.COST_MARKS
+"""The cost marks, which :func:`read_batch` tests inline (:func:`~inductor_perf.model.events.has_cost_mark`)."""
 
 _BIG = 1 << 1000
 """Ints of at most this size become floats without overflow."""
@@ -87,9 +87,9 @@ def _op_args_decoder() -> tuple[Any, Any, Any] | None:
     return msgspec.json.Decoder(msgspec.defstruct("OpArgs", fields, rename=rename, gc=False)), msgspec.DecodeError, unset
 
 
-_OP_MARKS = (evs.KERNEL_FLOP, evs.KERNEL_NUM_GB, evs.COST_SOURCE, evs.LAUNCH_OP)
-"""The args that make an op's cost more than its name and inputs: a cost of its own (``CostJoin._apply``)
-or a trace's own costs (the pass's marks)."""
+_OP_MARKS = evs.COST_MARKS + (evs.KERNEL_NUM_GB,)
+"""The args that make an op's cost more than its name and inputs: a trace's own costs (the pass's
+marks) or a cost of its own (``CostJoin._apply``)."""
 
 
 def _op_args(name: str, text: Any, ops: dict, loads: Callable[[Any], Any]) -> tuple[Any, tuple | None, tuple | None]:
@@ -121,8 +121,9 @@ def _op_learns(name: str) -> bool:
     return not (name.startswith(_STEP_PREFIX) or name.startswith(_HOST_COLLECTIVES))
 
 
-# What the pass does with a category (_route's second item): nothing ("trace"), a device event kept
-# as a kernel, another device-side event (counted in the window only), a host event, a runtime call.
+# What the pass does with a category (_route's second item, its _classify): nothing ("trace"), a device
+# event kept as a kernel, another device-side event (counted in the window only), a host event, a runtime
+# call (a host event whose correlation id is kept: model.events.is_runtime).
 _P_NONE, _P_KERNEL, _P_DEVICE, _P_HOST, _P_RUNTIME = 0, 1, 2, 3, 4
 UNIT = 5
 """What a diff's side does with a category (its ``_classify``): keep the complete event for its units
@@ -132,10 +133,7 @@ UNIT = 5
 def _route(cat: str, seen: Any) -> tuple[int, int]:
     """(the join's kind of category ``cat`` (``costs.launch``'s KERNEL, OP... or NONE), what the pass
     does with it (``_P_*``)): as ``LaunchIndex.index`` and ``_Pass.add`` each classify it."""
-    cls = seen._classify(cat)
-    if cls == 3 and cat in _RUNTIME_CATS:
-        cls = _P_RUNTIME
-    return kind_of_category(cat), cls
+    return kind_of_category(cat), seen._classify(cat)
 
 
 def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tuple[int, int]],
@@ -311,7 +309,7 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
         corr = args.get("correlation")
         if corr is not None:
             seen.by_corr[corr if type(corr) is int else _hashable(corr)] = key
-        if cat != "hip_runtime" and "GraphLaunch" in name:
+        if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
             seen.graph_launches = True
     elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
         seen.steps.append(ParsedEvent(name, cat, pt[0], pt[1], ts, dur, args))

@@ -210,7 +210,7 @@ def stream_calls(monkeypatch):
     (None, True, True), (None, False, False), ("stream", True, True), ("full", False, False),
 ])
 def test_augment_file_engine_by_name(tmp_path, stream_calls, engine, fast, streams):
-    # "auto" on a 10 KB file (under FAST_PATH_MIN_BYTES) is the full load; fast= is the old spelling.
+    # "auto" on a 10 KB file (under traces.engines.LARGE_TRACE_BYTES) is the full load; fast= is the old spelling.
     if streams:
         pytest.importorskip("orjson")
     src = _upstream_copy(tmp_path)

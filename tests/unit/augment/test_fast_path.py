@@ -18,7 +18,7 @@ import pytest
 
 from inductor_perf.augment import core as A
 from inductor_perf.augment import args as cost_args
-from inductor_perf.traces import files as tf
+from inductor_perf.traces import engines, files as tf
 from inductor_perf.model import events as evs
 from inductor_perf.augment.stream import parse as P
 from inductor_perf.augment.stream import render as R
@@ -49,11 +49,11 @@ def _load(path: str):
 @pytest.fixture(autouse=True, params=["one_process", "two_processes"])
 def processes(request, monkeypatch):
     """Every test runs with the fast path in one process and with its forked worker forced on
-    (the worker normally starts only for files of PARALLEL_MIN_BYTES or more)."""
+    (the worker normally starts only for files of LARGE_TRACE_BYTES or more)."""
     two = request.param == "two_processes"
     if two and not hasattr(os, "fork"):
         pytest.skip("no os.fork here")
-    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 0 if two else 1 << 62)
+    monkeypatch.setattr(S, "LARGE_TRACE_BYTES", 0 if two else 1 << 62)
     return two
 
 
@@ -220,7 +220,7 @@ def test_size_threshold_picks_path(generated, tmp_path, monkeypatch):
     monkeypatch.setattr(S, "augment_file_stream", spy)
     A.augment_file(generated, str(tmp_path / "a.json"))  # ~5 MB: below the threshold
     assert calls == []
-    monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", 1)
+    monkeypatch.setattr(engines, "LARGE_TRACE_BYTES", 1)
     A.augment_file(generated, str(tmp_path / "b.json"))
     assert calls == [generated]
     # A .gz trace counts by its JSON's size, not by its compressed size.
@@ -229,7 +229,7 @@ def test_size_threshold_picks_path(generated, tmp_path, monkeypatch):
         g.write(f.read())
     text, disk = os.path.getsize(generated), os.path.getsize(packed)
     assert tf.text_size(packed) == text and tf.text_size(generated) == text and disk < text // 4
-    monkeypatch.setattr(A, "FAST_PATH_MIN_BYTES", text)
+    monkeypatch.setattr(engines, "LARGE_TRACE_BYTES", text)
     A.augment_file(packed, str(tmp_path / "c.json"))
     assert calls == [generated, packed]
 
@@ -486,7 +486,7 @@ def test_worker_dying_falls_back_to_one_process(generated, tmp_path, monkeypatch
     # A worker that dies before answering, after sending its index, or while writing (or, for .gz
     # output, compressing) its part of the output: the parent does that work itself and writes the
     # same JSON. (Forced on in both parametrizations.)
-    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(S, "LARGE_TRACE_BYTES", 0)
     full = str(tmp_path / "full.json")
     A.augment_file(generated, full, fast=False)
     real = S.worker_main
@@ -642,7 +642,7 @@ def test_worker_loads_no_module(generated, tmp_path, processes, torch_first):
             + ("import torch\n" if torch_first else "") +
             "from inductor_perf.augment import core as A\n"
             "from inductor_perf.augment.stream import engine as S\n"
-            "S.PARALLEL_MIN_BYTES = 0\n"
+            "S.LARGE_TRACE_BYTES = 0\n"
             "real = S.worker_main\n"
             "def watched(*args):\n"
             "    before, finished = set(sys.modules), False\n"

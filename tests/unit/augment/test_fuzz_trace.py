@@ -123,8 +123,8 @@ def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory,
     src = d / "in.json"
     src.write_text(json.dumps(trace, indent=indent))  # NaN / Infinity written as such: not JSON
     before = src.read_bytes()
-    saved = S.PARALLEL_MIN_BYTES
-    S.PARALLEL_MIN_BYTES = 0 if two else 1 << 62
+    saved = S.LARGE_TRACE_BYTES
+    S.LARGE_TRACE_BYTES = 0 if two else 1 << 62
     try:
         got = []
         for fast in (False, True):
@@ -137,6 +137,6 @@ def test_fuzz_large_file_path_writes_what_the_full_load_writes(tmp_path_factory,
                 text = gzip.decompress(out.read_bytes()) if ext.endswith(".gz") else out.read_bytes()
                 got.append((_as_orjson_reads(json.loads(text, parse_constant=_strict)), stats))
     finally:
-        S.PARALLEL_MIN_BYTES = saved
+        S.LARGE_TRACE_BYTES = saved
     assert got[0] == got[1]
     assert src.read_bytes() == before  # the input is never modified

@@ -11,8 +11,8 @@ import pytest
 
 from inductor_perf.comparison.rows import compare_units
 from inductor_perf.comparison.runner import diff_files, diff_traces
-from inductor_perf.comparison.units import GRAD_ACCUM, OUTSIDE_MODEL, trace_units
-from inductor_perf.report.text import UNATTRIBUTED
+from inductor_perf.comparison.units import trace_units
+from inductor_perf.model.events import GRAD_ACCUM, OUTSIDE_MODEL, UNATTRIBUTED
 from inductor_perf.model.tags import aten_op_name as op_name
 from inductor_perf.errors import InductorPerfError
 from inductor_perf.traces.files import save_trace

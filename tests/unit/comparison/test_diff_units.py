@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from inductor_perf.comparison.runner import diff_files, diff_traces
-from inductor_perf.comparison.units import GRAD_ACCUM, OUTSIDE_MODEL
+from inductor_perf.model.events import GRAD_ACCUM, OUTSIDE_MODEL
 
 ROOT = Path(__file__).resolve().parents[3]
 FIXTURES = ROOT / "tests" / "fixtures"

@@ -242,7 +242,7 @@ def _collective_coverage(trace):
                                   "mi250_minitoy_train_rocm6.json.gz"])
 def test_real_traces_collectives_and_engines(name, workers, tmp_path, monkeypatch):
     src = _real(name)
-    monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0 if workers else 1 << 62)
+    monkeypatch.setattr(stream, "LARGE_TRACE_BYTES", 0 if workers else 1 << 62)
     full, fast = str(tmp_path / "full.json"), str(tmp_path / "fast.json")
     s_full = augment_file(src, full, engine="full")
     s_fast = stream.augment_file_stream(src, fast, None, Progress(False))  # no fallback

@@ -68,7 +68,7 @@ def test_fast_path_writes_the_same(tmp_path, monkeypatch, two_processes):
 
     if two_processes and not hasattr(os, "fork"):
         pytest.skip("no os.fork here")
-    monkeypatch.setattr(S, "PARALLEL_MIN_BYTES", 0 if two_processes else 1 << 62)
+    monkeypatch.setattr(S, "LARGE_TRACE_BYTES", 0 if two_processes else 1 << 62)
     full, fast = tmp_path / "full.json", tmp_path / "fast.json"
     s_fast = A.augment_file(FIXTURE, fast, fast=True)
     s_full = A.augment_file(FIXTURE, full, fast=False)

@@ -97,8 +97,8 @@ def _two_processes(monkeypatch, engine: str) -> str:
 
     monkeypatch.setattr(summary_windows, "WINDOW_BYTES", 1024)
     monkeypatch.setattr(summary_stream.Windows.__init__, "__defaults__", (1024,))
-    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 0)
-    monkeypatch.setattr(stream, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(summary_fork, "LARGE_TRACE_BYTES", 0)
+    monkeypatch.setattr(stream, "LARGE_TRACE_BYTES", 0)
     return "stream"
 
 

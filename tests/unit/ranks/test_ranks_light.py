@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from inductor_perf.summary.stream import engine as summary_stream
+from inductor_perf.traces import engines
 from inductor_perf.ranks.view import RankInput, cross_rank
 from inductor_perf.ranks.files import cross_rank_files
 from inductor_perf.report.ranks import format_ranks
@@ -110,6 +111,6 @@ def test_generated_ranks(generated_ranks):
 
 def test_cross_rank_files_light_equals_full(generated_ranks, monkeypatch):
     # every rank streamed, as large ranks are: the light workers' view is the full workers' view
-    monkeypatch.setattr(summary_stream, "STREAM_MIN_BYTES", 0)
+    monkeypatch.setattr(engines, "LARGE_TRACE_BYTES", 0)
     light = cross_rank_files(generated_ranks, workers=1).to_dict()
     assert light == cross_rank_files(generated_ranks, workers=1, light=False).to_dict()

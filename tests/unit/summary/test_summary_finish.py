@@ -8,6 +8,7 @@ the command's exit without teardown (``cli.run``)."""
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 
@@ -195,23 +196,31 @@ def test_run_exit_codes_of_errors():
     assert _run(["summary"]).returncode == 2  # argparse's own exit
 
 
-def test_large_state_kept_only_for_the_command(monkeypatch, capsys):
+def test_large_state_kept_only_for_the_command(monkeypatch, capsys, tmp_path):
     from inductor_perf import cli
-    from inductor_perf.traces import files as trace_format
     from inductor_perf.summary.files import summarize_file
+    from inductor_perf.summary.stream import engine as summary_stream
 
     path = str(FIXTURES / "gpu" / GPU_FIXTURES[0])
-    kept: list = []
-    monkeypatch.setattr(trace_format, "LEFT_TO_EXIT", kept)
-    summarize_file(path, engine="stream")
+    with summary_stream.left_to_exit() as kept:
+        summarize_file(path, engine="stream")
     assert len(kept) == 1 and kept[0].kernels  # the pass's state, for the process's end to drop
-    monkeypatch.setattr(trace_format, "LEFT_TO_EXIT", None)
-    summarize_file(path, engine="stream")
+    summarize_file(path, engine="stream")  # outside the block: nothing kept
+    left: list = []
+    monkeypatch.setattr(cli, "_LEFT_TO_EXIT", left)
     assert cli.main(["summary", path, "--engine", "stream"]) == 0  # main() alone: a library caller
-    assert len(kept) == 1 and trace_format.LEFT_TO_EXIT is None
+    assert len(kept) == 1 and left == []
     monkeypatch.setattr(cli, "_ENDS_WITH_COMMAND", True)  # as run() sets it
     assert cli.main(["summary", path, "--engine", "stream"]) == 0
-    assert len(trace_format.LEFT_TO_EXIT) == 1
+    assert len(left) == 1 and left[0].kernels
+    summarize_file(path, engine="stream")  # the command's block is closed: a later summary keeps nothing
+    assert len(left) == 1
+    two = tmp_path / "two"  # several traces, each summary printed: none is kept
+    two.mkdir()
+    for name in GPU_FIXTURES[:2]:
+        shutil.copy(FIXTURES / "gpu" / name, two / name)
+    assert cli.main(["summary", str(two), "--per-rank", "--engine", "stream"]) == 0
+    assert len(left) == 1
     capsys.readouterr()
 
 

@@ -65,7 +65,7 @@ class _Spy:
 
 
 def _streamed(path: Path, monkeypatch, *, fork: bool) -> dict | None:
-    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 0 if fork else 1 << 62)
+    monkeypatch.setattr(summary_fork, "LARGE_TRACE_BYTES", 0 if fork else 1 << 62)
     got = summary_stream.summarize_file_stream(str(path), label_of=lambda h: trace_label(h, path.name))
     return None if got is None else got[0].to_dict()
 
@@ -198,11 +198,11 @@ def test_truncated_file_same_error(generated, tmp_path, monkeypatch):
     cut = tmp_path / "cut.json"
     text = generated.read_bytes()
     cut.write_bytes(text[: len(text) * 2 // 3])
-    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 1 << 62)
+    monkeypatch.setattr(summary_fork, "LARGE_TRACE_BYTES", 1 << 62)
     with pytest.raises(TraceFormatError, match="truncated JSON") as one:
         summary_stream.summarize_file_stream(str(cut))
     spy = _Spy(monkeypatch)
-    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(summary_fork, "LARGE_TRACE_BYTES", 0)
     with pytest.raises(TraceFormatError, match="truncated JSON") as two:
         summary_stream.summarize_file_stream(str(cut))
     assert spy.started == 1 and str(two.value) == str(one.value) and "\n" not in str(two.value)
@@ -225,7 +225,7 @@ def test_light_and_pool_workers_stay_in_one_process(generated, monkeypatch):
     import multiprocessing
 
     spy = _Spy(monkeypatch)
-    monkeypatch.setattr(summary_fork, "FORK_MIN_BYTES", 0)
+    monkeypatch.setattr(summary_fork, "LARGE_TRACE_BYTES", 0)
     assert summary_stream.summarize_file_stream(str(generated), light=True) is not None
     monkeypatch.setattr(multiprocessing, "parent_process", lambda: object())
     assert summary_stream.summarize_file_stream(str(generated)) is not None
@@ -240,7 +240,7 @@ def test_worker_and_helper_load_no_module(generated, tmp_path):
     d = str(tmp_path)
     code = ("import json, os, sys\n"
             "from inductor_perf.summary.stream import engine as S, finish as SF, fork as F\n"
-            "F.FORK_MIN_BYTES = 0\n"
+            "F.LARGE_TRACE_BYTES = 0\n"
             "S.Windows.__init__.__defaults__ = (4096,)  # windows enough for a worker\n"
             "def watch(real, tag):\n"
             "    def watched(*args):\n"

@@ -17,7 +17,8 @@ from inductor_perf.cli import main
 from inductor_perf.comparison.runner import diff_files
 from inductor_perf.report.text import format_summary
 from inductor_perf.summary.core import summarize
-from inductor_perf.augment.in_memory import is_costed, with_costs
+from inductor_perf.augment.in_memory import with_costs
+from inductor_perf.model.events import is_costed
 from inductor_perf.traces.files import load_trace
 
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
