@@ -43,10 +43,11 @@ def crc_and_size(pieces: list, crc: int = 0) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class Roofs:
+class WorkerDevice:
     """Stands in for the device in the worker's :func:`emit`: the bandwidths
     (:func:`augment.args.roof_bandwidth`) and, looked up by the parent, the peak of each
-    ``(dtype, matmul)`` key of the costs it renders."""
+    ``(dtype, matmul)`` key of the costs it renders. (A device's roofs are
+    :class:`roofline.roofs.Roofs`.)"""
 
     mem_bandwidth_gbs: float | None
     peaks: dict[tuple[Any, bool], float | None]
@@ -54,12 +55,12 @@ class Roofs:
     interconnect_gbs: float | None = None
 
 
-def roofs_for(device: Any, costs: Iterable[EventCost]) -> Roofs | None:
-    """The :class:`Roofs` of ``device`` for ``costs`` (None without a device)."""
+def worker_device(device: Any, costs: Iterable[EventCost]) -> WorkerDevice | None:
+    """The :class:`WorkerDevice` of ``device`` for ``costs`` (None without a device)."""
     if device is None:
         return None
     keys = {(c.dtype, c.matmul_flops > 0) for c in costs if c.comm is None}
-    return Roofs(device_bandwidth(device), {k: device_peak(device, k[0], k[1]) for k in keys},
+    return WorkerDevice(device_bandwidth(device), {k: device_peak(device, k[0], k[1]) for k in keys},
                  roof_bandwidth(device, "host_link"), roof_bandwidth(device, "interconnect"))
 
 
@@ -185,8 +186,8 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
     of some events (taken by :func:`parse.join_range`): those are not parsed again; the spans of
     event ``i`` are at ``i - base``. An event's label (``launch_op``, ``not_costed``) follows its
     cost's args, as in :func:`augment.args.augment_event`."""
-    # The worker's device is a Roofs: every peak it asks for is in the cache already.
-    peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is Roofs else {}
+    # The worker's device is a WorkerDevice: every peak it asks for is in the cache already.
+    peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is WorkerDevice else {}
     bandwidth = device_bandwidth(device)
     enc = tf.json_encoder()
     from orjson import dumps  # for the achieved numbers alone: floats and a str, which it always encodes
