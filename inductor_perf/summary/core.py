@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
+from ..devices.peaks import dtype_peak
 from ..model import events as evs
 from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET,
                                   KIND_OTHER, KINDS, kernel_kind)
@@ -48,6 +49,8 @@ __all__ = [
 
 # --- Peaks ---------------------------------------------------------------------------------------------
 def _device_peaks(device: Any, dtype: str) -> PeakInfo:
+    """The headline's peaks: ``device``'s matmul roof for ``dtype`` (:func:`devices.peaks.dtype_peak`,
+    the figure each kernel's own % is measured against) and its memory bandwidth."""
     if device is None:
         return PeakInfo(None, None, None, None, None)
 
@@ -56,19 +59,10 @@ def _device_peaks(device: Any, dtype: str) -> PeakInfo:
             return device.get(attr)
         return getattr(device, attr, None)
 
-    peaks = get("peak_tflops")
-    peak = None
-    if isinstance(peaks, Mapping):
-        for k, v in peaks.items():
-            # Keys are torch.dtype objects (or their names); compare by name to stay torch-free.
-            if str(k).removeprefix("torch.") == dtype:
-                peak = _num(v)
-    elif _num(peaks) is not None:
-        peak = _num(peaks)
     bw = _num(get("mem_bandwidth_gbs"))
     name = get("name")
     src = get("peak_source")
-    return PeakInfo(str(name) if name is not None else None, dtype, peak if peak and peak > 0 else None,
+    return PeakInfo(str(name) if name is not None else None, dtype, dtype_peak(device, dtype, True),
                     bw if bw and bw > 0 else None, str(src) if src is not None else None)
 
 

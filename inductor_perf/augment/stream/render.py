@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from ...costs.comm import comm_args
+from ...devices.peaks import dtype_peak
 from ...model import events as evs
 from ...model.event_cost import AugmentStats, EventCost
 from ...roofline.point import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
@@ -16,7 +17,7 @@ from ...roofline.point import DEFAULT_LATENCY_PCT as _LATENCY_PCT
 from ...roofline.point import DEFAULT_LATENCY_US as _LATENCY_US
 from ...roofline.point import INLINE_INT_LIMIT, INLINE_RANGE
 from ...traces import files as tf
-from ..args import args_for, augment_event, device_bandwidth, device_peak, roof_bandwidth, static_args
+from ..args import args_for, augment_event, device_bandwidth, roof_bandwidth, static_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from .progress import Progress
@@ -60,7 +61,7 @@ def worker_device(device: Any, costs: Iterable[EventCost]) -> WorkerDevice | Non
     if device is None:
         return None
     keys = {(c.dtype, c.matmul_flops > 0) for c in costs if c.comm is None}
-    return WorkerDevice(device_bandwidth(device), {k: device_peak(device, k[0], k[1]) for k in keys},
+    return WorkerDevice(device_bandwidth(device), {k: dtype_peak(device, k[0], k[1]) for k in keys},
                  roof_bandwidth(device, "host_link"), roof_bandwidth(device, "interconnect"))
 
 
@@ -261,7 +262,7 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
         if device is not None:
             key = (cost.dtype, cost.matmul_flops > 0)
             if key not in peak_cache:
-                peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
+                peak_cache[key] = dtype_peak(device, cost.dtype, cost.matmul_flops > 0)
             peak = peak_cache[key]
         # The inline roofline is used where no ratio can overflow or underflow to 0 (classify's
         # _finite() checks are then no-ops); anything else goes through classify itself.

@@ -54,13 +54,14 @@ def _static(cost: Any, device: Any, peak_cache: dict, bandwidth: float | None) -
     """What :func:`~inductor_perf.augment.args.augment_event` computes from a (non-collective) cost
     alone, for a device event: (head args, tail args, FLOPs, bytes, peak TFLOP/s, roof GB/s). Kernels
     share costs (one per op signature), so each cost's part is computed once."""
-    from ...augment.args import device_peak, roof_bandwidth, static_args
+    from ...augment.args import roof_bandwidth, static_args
+    from ...devices.peaks import dtype_peak
 
     peak = bw = None
     if device is not None:
         key = (cost.dtype, cost.matmul_flops > 0)
         if key not in peak_cache:
-            peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
+            peak_cache[key] = dtype_peak(device, cost.dtype, cost.matmul_flops > 0)
         peak = peak_cache[key]
         bw = bandwidth if cost.memory_roof is None or cost.memory_roof == "hbm" else roof_bandwidth(
             device, cost.memory_roof)
