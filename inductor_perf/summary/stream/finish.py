@@ -10,19 +10,15 @@ and module (the gap table and the communication view read them) and, for a colle
 from __future__ import annotations
 
 from array import array
-from itertools import compress, repeat
-from operator import attrgetter, mul
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Callable
 
 from ...augment.args import roof_figures
 from ...augment.in_memory import recorded_costs_note
-from ...augment.stream.render import binding_roof
 from ...model import events as evs
 from ...model.kernel_kinds import KIND_COLLECTIVE
-from ...roofline.point import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
-from ...roofline.point import DEFAULT_LATENCY_PCT as _LATENCY_PCT
-from ...roofline.point import DEFAULT_LATENCY_US as _LATENCY_US
-from ...roofline.point import INLINE_INT_LIMIT, INLINE_RANGE
+from ...roofline.point import INLINE_RANGE, binding_roof, inline_sums, inline_takes
 from ..core import static_sums
 from ..coverage import Coverage
 from ..idle import BusyWindow, idle_tables, window_of, with_next_sources
@@ -89,8 +85,8 @@ class _Sums:
     the totals (:meth:`~inductor_perf.summary.core._Totals.add_group`), the coverage and the headline dtype
     read is the same for every kernel of one (cost, label, name, category): a *digest*, made once.
     Only the achieved % and the roofline bound depend on the kernel's duration. They are computed from
-    it as ``args_for`` computes them: by the inline roofline of :mod:`inductor_perf.augment.stream.render`
-    (``augment``'s, checked against :func:`roofline.point.classify`) where its ranges hold, else by
+    it as ``args_for`` computes them: by the inline form of :func:`roofline.point.classify`
+    (:mod:`inductor_perf.roofline.point`, augment's too) where its ranges hold, else by
     :func:`~inductor_perf.augment.args.roof_figures`. :meth:`add` only files a kernel under its digest;
     :meth:`fold` sums each digest's kernels among themselves (:func:`_achieved_sums`: the same
     expressions, over a digest's durations at once) and adds the digests to the totals: the sums of
@@ -128,9 +124,7 @@ class _Sums:
         kind = self.totals.kind_of(k.name, k.cat, args)
         if kind == KIND_COLLECTIVE:
             return None  # a collective keeps all its args (the collective tables read them)
-        lo, hi = INLINE_RANGE
-        inline = (peak is not None and bw is not None and lo <= peak <= hi and lo <= bw <= hi
-                  and 0 <= flops < INLINE_INT_LIMIT and 0 <= nbytes < INLINE_INT_LIMIT)
+        inline = inline_takes(flops, nbytes, peak, bw)
         roof = binding_roof(flops, nbytes, peak, bw) if inline else None
         st = static_sums(args)
         # made now, as the first kernel of this digest is filed: the tables' rows and the dtypes'
@@ -170,31 +164,14 @@ def _achieved_sums(durs: list[float], flops: int, nbytes: int, peak: float | Non
                    roof: str | None, inline: bool) -> tuple[float, float, float, float, float, dict[str, float]]:
     """Of kernels of one cost lasting ``durs`` µs: (total duration, sum of achieved % of the peak x
     duration and the duration of those that have one, the same for % of the bandwidth, duration by
-    roofline bound in the order the bounds first come). Each kernel's % and bound are those of
-    :func:`~inductor_perf.augment.stream.render.achieved_pcts` (the same expressions, so the same floats)
-    when every duration is within its range, else of :func:`~inductor_perf.augment.args.roof_figures`
-    kernel by kernel (rare: no device peaks, or a duration under a picosecond)."""
+    roofline bound in the order the bounds first come): by :func:`~inductor_perf.roofline.point.inline_sums`
+    (the same floats as summing each kernel's args) when every duration is within its range, else
+    kernel by kernel as :func:`~inductor_perf.augment.args.roof_figures` (rare: no device peaks, or a
+    duration under a picosecond)."""
     lo, hi = INLINE_RANGE
     if not (inline and lo <= min(durs) and max(durs) <= hi):
         return _achieved_sums_each(durs, flops, nbytes, peak, bw)
-    time = sum(durs)
-    fpcts = [100.0 * (flops / d / 1e6) / peak for d in durs]  # type: ignore[operator]
-    bpcts = [100.0 * (nbytes / d / 1e3) / bw for d in durs]  # type: ignore[operator]
-    fp, bp = sum(map(mul, fpcts, durs)), sum(map(mul, bpcts, durs))
-    if roof is None:  # nothing measurable done in a measured time: all latency
-        return time, fp, time, bp, time, {"latency": time}
-    pcts = fpcts if roof == "compute" else bpcts
-    if nbytes < _LATENCY_BYTES:  # every kernel is small: latency-bound below the latency %
-        latent = [p < _LATENCY_PCT for p in pcts]
-    else:
-        latent = [p < _LATENCY_PCT and d < _LATENCY_US for p, d in zip(pcts, durs)]
-    if not any(latent):
-        return time, fp, time, bp, time, {roof: time}
-    if all(latent):
-        return time, fp, time, bp, time, {"latency": time}
-    lat = sum(compress(durs, latent))
-    rest = sum(d for d, is_lat in zip(durs, latent) if not is_lat)
-    bounds = {"latency": lat, roof: rest} if latent[0] else {roof: rest, "latency": lat}
+    time, fp, bp, bounds = inline_sums(durs, flops, nbytes, peak, bw, roof)  # type: ignore[arg-type]
     return time, fp, time, bp, time, bounds
 
 
