@@ -21,7 +21,7 @@ from ...model.kernel_kinds import KIND_COLLECTIVE
 from ...roofline.point import INLINE_RANGE, binding_roof, inline_sums, inline_takes
 from ..core import static_sums
 from ..coverage import Coverage
-from ..idle import BusyWindow, idle_tables, window_of, with_next_sources
+from ..idle import BusyWindow, IdleTables, idle_tables, window_of, with_next_sources
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
 from ..steps import profiler_steps
 
@@ -258,7 +258,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     """:func:`finish` once the helper (or None) is started."""
     from ...augment.args import args_for, augment_event, device_bandwidth
     from ...model.event_cost import AugmentStats
-    from ..core import Counts, _Totals, assemble, distributed_info, top_unions
+    from ..core import Counts, SummaryParts, _Totals, assemble, distributed_info, top_unions
     from ..kernels import add_dtype_weight, dtype_of_weights
 
     if stage is not None:
@@ -326,16 +326,17 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         rows, count, idle_rows, after, helped = idle
         window = _helped_window(*helped)
         kernels = seen.kernels
-        idle = with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count, idle_rows
+        idle = IdleTables(with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count,
+                          idle_rows)
     else:  # no helper, or it failed
         window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
         launcher = _launchers(seen)
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
-    summary = assemble(tk, counts, window, launcher, seen.graph_launches,
-                       totals, cov.result(sum(map(_dur, seen.kernels)), top), dtype_of_weights(weights),
-                       distributed_info(header), device=device, top=top,
-                       label=label_of(header), device_note=note,
-                       costs_note=costs_note, idle=idle, unions=unions)
+    summary = assemble(SummaryParts(
+        kernels=tk, counts=counts, window=window, launcher=launcher, graph_launches=seen.graph_launches,
+        distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
+        dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
+        costs_note=costs_note, idle=idle, unions=unions))
     return summary, device
 
 
