@@ -252,29 +252,20 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
             helper.close()
 
 
-def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, top: int,
-            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
-            roots: Any, light: bool, helper: Any) -> tuple[Any, Any]:
-    """:func:`finish` once the helper (or None) is started."""
+def _sum_kernels(seen: Any, costs: dict | None, labels: dict, device: Any, totals: Any, cov: Coverage | None,
+                 weights: dict[str, list[float]]) -> None:
+    """Give each kernel of the pass the args ``augment`` would write (``costs`` None: it keeps the
+    trace's own), add it to ``totals``, ``cov`` and the dtype ``weights`` (``cov`` None: the light
+    summary, whose kernels get only their costs' own args), and leave it its kept args."""
     from ...augment.args import args_for, augment_event, device_bandwidth
     from ...model.event_cost import AugmentStats
-    from ..core import Counts, SummaryParts, _Totals, assemble, distributed_info, top_unions
-    from ..kernels import add_dtype_weight, dtype_of_weights
+    from ..kernels import add_dtype_weight
 
-    if stage is not None:
-        stage("summarizing: placing costs")
-    costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
+    light, apply = cov is None, costs is not None
     peak_cache: dict[Any, Any] = {}
     static: dict[int, tuple] = {}
     bandwidth = device_bandwidth(device)
     astats = AugmentStats()
-    if light:
-        from ..light import LightTotals, assemble_light
-
-        totals, cov = LightTotals(), None
-    else:
-        totals, cov = _Totals(), Coverage()
-    weights: dict[str, list[float]] = {}
 
     def static_of(cost: Any) -> tuple:
         got = static.get(id(cost))
@@ -285,7 +276,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
     for k, i in zip(seen.kernels, seen.kernel_index):
         if apply:
-            cost, lab = costs.get(i), labels.get(i)
+            cost, lab = costs.get(i), labels.get(i)  # type: ignore[union-attr]
             if cost is not None and cost.comm is None:
                 if sums is not None and not k.args and sums.add(k, cost, lab):
                     continue
@@ -309,6 +300,26 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
             k.args = _kept(args)
     if sums is not None:
         sums.fold()
+
+
+def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, top: int,
+            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
+            roots: Any, light: bool, helper: Any) -> tuple[Any, Any]:
+    """:func:`finish` once the helper (or None) is started."""
+    from ..core import Counts, SummaryParts, _Totals, assemble, distributed_info, top_unions
+    from ..kernels import dtype_of_weights
+
+    if stage is not None:
+        stage("summarizing: placing costs")
+    costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
+    if light:
+        from ..light import LightTotals, assemble_light
+
+        totals, cov = LightTotals(), None
+    else:
+        totals, cov = _Totals(), Coverage()
+    weights: dict[str, list[float]] = {}
+    _sum_kernels(seen, costs if apply else None, labels, device, totals, cov, weights)
     del costs, labels
     tk = trace_kernels(seen, roots)
     counts = Counts(seen.total, seen.used, dict(seen.skipped))
