@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ...costs.comm import comm_args
 from ...devices.peaks import dtype_peak
@@ -157,7 +157,7 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
     enc = tf.json_encoder()
     from orjson import dumps  # for the achieved numbers alone: floats and a str, which it always encodes
 
-    static: dict[int, tuple] = {}  # id(cost) -> hbm_entry(cost), which holds the cost
+    static: dict[int, tuple] = {}  # id(cost) -> its _hbm_entry, which holds the cost
     on_device: dict[str, bool] = {}  # event category -> whether the device's roofs apply to it
     scope_cats = evs.CPU_SCOPE_CATS
     labels = labels or {}
@@ -187,7 +187,7 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
         ``{"k":v,...}`` compactly."""
         entry = static.get(id(cost))
         if entry is None:
-            entry = static[id(cost)] = hbm_entry(cost)
+            entry = static[id(cost)] = _hbm_entry(cost, device, peak_cache, bandwidth, enc)
         _c, head, tail, flops, nbytes, head_b, peak, roof, inline, tails = entry
         use_device = on_device.get(cat) if type(cat) is str else None
         if use_device is None:
@@ -215,28 +215,31 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
             a.update(label)
         return enc(a)[1:-1]
 
-    def hbm_entry(cost: EventCost) -> tuple:
-        """What :func:`on_hbm` needs of ``cost`` whatever the event: its static args (and those
-        before the achieved ones encoded), its peak on the device, the roof that binds it, whether
-        the inline roofline takes it (given a duration in range), and its encoded tails by label."""
-        head, tail = static_args(cost)
-        flops, nbytes = int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written)
-        peak = roof = None
-        if device is not None:
-            key = (cost.dtype, cost.matmul_flops > 0)
-            if key not in peak_cache:
-                peak_cache[key] = dtype_peak(device, cost.dtype, cost.matmul_flops > 0)
-            peak = peak_cache[key]
-        # the inline roofline where it gives classify's answer; anything else goes through classify itself
-        inline = inline_takes(flops, nbytes, peak, bandwidth)
-        if inline:
-            roof = binding_roof(flops, nbytes, peak, bandwidth)
-        return (cost, head, tail, flops, nbytes, enc(head)[1:-1] + b",", peak, roof, inline, {})
-
     def reencoded(ev: dict, cost: EventCost | None, label: Mapping[str, Any] | None) -> bytes:
         return enc(augment_event(ev, cost, device, True, peak_cache, bandwidth, astats, label))
 
     return _write_events(raw, starts, ends, todo, costs, labels, out, at, show, pre, base, spliced, reencoded)
+
+
+def _hbm_entry(cost: EventCost, device: Any, peak_cache: dict[tuple[Any, bool], float | None],
+               bandwidth: float | None, enc: Callable[[Any], bytes]) -> tuple:
+    """What :func:`emit` needs of ``cost`` to write it on any event measured against ``device``'s
+    peaks and memory ``bandwidth``: its static args (and those before the achieved ones encoded by
+    ``enc``), its peak (looked up once per key in ``peak_cache``), the roof that binds it, whether the
+    inline roofline takes it (given a duration in range), and a dict for its encoded tails by label."""
+    head, tail = static_args(cost)
+    flops, nbytes = int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written)
+    peak = roof = None
+    if device is not None:
+        key = (cost.dtype, cost.matmul_flops > 0)
+        if key not in peak_cache:
+            peak_cache[key] = dtype_peak(device, cost.dtype, cost.matmul_flops > 0)
+        peak = peak_cache[key]
+    # the inline roofline where it gives classify's answer; anything else goes through classify itself
+    inline = inline_takes(flops, nbytes, peak, bandwidth)
+    if inline:
+        roof = binding_roof(flops, nbytes, peak, bandwidth)
+    return (cost, head, tail, flops, nbytes, enc(head)[1:-1] + b",", peak, roof, inline, {})
 
 
 def _write_events(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int, EventCost],
