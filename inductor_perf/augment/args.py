@@ -14,6 +14,7 @@ import logging
 from typing import Any, Callable, Mapping
 
 from ..costs.comm import comm_args
+from ..devices.peaks import dtype_peak
 from ..model import events as evs
 from ..model.event_cost import AugmentStats, EventCost
 
@@ -39,7 +40,7 @@ def augment_event(ev: dict, cost: EventCost | None, device: Any, device_events_o
     if use_device and cost.comm is None:
         key = (cost.dtype, cost.matmul_flops > 0)
         if key not in peak_cache:
-            peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
+            peak_cache[key] = dtype_peak(device, cost.dtype, cost.matmul_flops > 0)
         peak = peak_cache[key]
     dur = evs.number(ev.get("dur"))
     if dur is None or dur <= 0:
@@ -161,25 +162,6 @@ def roof_bandwidth(device: Any, roof: str | None) -> float | None:
         return None
     bw = evs.number(getattr(device, field, None))
     return bw if bw and bw > 0 else None
-
-
-def device_peak(device: Any, dtype: Any, matmul: bool) -> float | None:
-    """The roof for ``dtype`` (torch.dtype or its name; "tf32" for a float32 matmul that ran on TF32
-    tensor cores) on ``device`` (rows keyed either way); the rules of
-    :func:`devices.resolve.matmul_peak_tflops` / :func:`devices.resolve.vector_peak_tflops`, by name. Never this
-    process's TF32 switches: whether a trace's float32 matmuls ran as TF32 is decided where its costs
-    are made (the capture's switch, the kernel's name) and carried in the cost's dtype."""
-    from ..devices.table import dtype_name, matmul_peak_tflops, vector_peak_tflops
-
-    if dtype is None:
-        return None
-    try:
-        name = dtype_name(dtype)
-        value = (matmul_peak_tflops(device, name, tf32=False) if matmul else vector_peak_tflops(device, name))
-    except (KeyError, LookupError, ValueError, TypeError, AttributeError):
-        value = None
-    value = evs.number(value)
-    return value if value and value > 0 else None
 
 
 @functools.lru_cache(maxsize=None)

@@ -278,7 +278,8 @@ def _read_args(cost: Any, dur: float | None, device: Any, cache: dict[Any, Any],
     against (:data:`kernels.PEAK_ARG`, from which :func:`kernels.kernel_cost` computes it as
     :func:`roofline.point.classify` does). Kernels share costs (one per op signature): the dict is made
     once per cost and shared."""
-    from ..augment.args import device_peak, static_args
+    from ..augment.args import static_args
+    from ..devices.peaks import dtype_peak
 
     key = (id(cost), device is not None)  # a cost may be shared by a host event and device events
     got = cache.get(key)
@@ -286,7 +287,7 @@ def _read_args(cost: Any, dur: float | None, device: Any, cache: dict[Any, Any],
         head, tail = static_args(cost)
         fixed = {k: v for k, v in {**head, **tail}.items() if k in _READ}
         nbytes = int(cost.bytes_read) + int(cost.bytes_written)
-        top = device_peak(device, cost.dtype, cost.matmul_flops > 0) if device is not None else None
+        top = dtype_peak(device, cost.dtype, cost.matmul_flops > 0) if device is not None else None
         # classify refuses negative counts: no achieved % then
         with_peak = {**fixed, PEAK_ARG: top} if top is not None and int(cost.flops) >= 0 and nbytes >= 0 else fixed
         got = cache[key] = (cost, fixed, with_peak)  # (the cost kept: ids stay unique)

@@ -252,6 +252,48 @@ def _cache_bandwidths(levels: tuple[CacheLevel, ...], budget_s: float) -> list[d
     return rows
 
 
+def _device_and_sync(torch: Any, device_type: str, index: int) -> tuple[Any, Callable[[], None]]:
+    """The torch device to calibrate and how to wait for the work queued on it; an
+    :class:`InductorPerfError` when there is no such device."""
+    if device_type == "cpu":
+        return torch.device("cpu"), lambda: None
+    if device_type == "cuda":
+        if not torch.cuda.is_available():
+            raise InductorPerfError("calibrate --device cuda: no CUDA device is available")
+        device = torch.device("cuda", index)
+        return device, lambda: torch.cuda.synchronize(device)
+    if device_type == "xpu":
+        xpu = getattr(torch, "xpu", None)
+        if xpu is None or not xpu.is_available():
+            raise InductorPerfError("calibrate --device xpu: no XPU device is available")
+        device = torch.device("xpu", index)
+        return device, lambda: xpu.synchronize(device)
+    raise InductorPerfError(f"--device: expected 'cpu', 'cuda' or 'xpu', got {device_type!r}")
+
+
+def _gemm_tflops(torch: Any, device: Any, sync: Callable[[], None], dtypes: list[Any], sizes: tuple[int, ...],
+                 budget: float) -> dict[str, float]:
+    """The best GEMM rate in TFLOP/s of each dtype (by name) over square GEMMs of ``sizes``, each
+    size given ``budget`` seconds."""
+    gemm: dict[str, float] = {}
+    # Measure fp32 as fp32: TF32 would be a different roof than the one named "float32".
+    prev_prec = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("highest")
+        for dtype in dtypes:
+            best = 0.0
+            for n in sizes:
+                a = torch.randn(n, n, device=device).to(dtype)
+                b = torch.randn(n, n, device=device).to(dtype)
+                out = torch.empty(n, n, device=device, dtype=dtype)
+                best = max(best, _best_rate(lambda: torch.mm(a, b, out=out), sync, 2.0 * n ** 3, budget))
+                del a, b, out
+            gemm[str(dtype).removeprefix("torch.")] = best / 1e12
+    finally:
+        torch.set_float32_matmul_precision(prev_prec)
+    return gemm
+
+
 def calibrate(device_type: str = "cpu", seconds: float = 5.0, *, index: int = 0,
               gemm_n: int | None = None, copy_mib: int | None = None,
               cache_levels: tuple[CacheLevel, ...] | None = None) -> Measurement:
@@ -266,46 +308,14 @@ def calibrate(device_type: str = "cpu", seconds: float = 5.0, *, index: int = 0,
     if not (seconds > 0):
         raise InductorPerfError(f"--seconds: expected a positive number, got {seconds!r}")
     key = machine_key(device_type, index)
-    if device_type == "cpu":
-        device = torch.device("cpu")
-        sync: Callable[[], None] = lambda: None  # noqa: E731
-    elif device_type == "cuda":
-        if not torch.cuda.is_available():
-            raise InductorPerfError("calibrate --device cuda: no CUDA device is available")
-        device = torch.device("cuda", index)
-        sync = lambda: torch.cuda.synchronize(device)  # noqa: E731
-    elif device_type == "xpu":
-        xpu = getattr(torch, "xpu", None)
-        if xpu is None or not xpu.is_available():
-            raise InductorPerfError("calibrate --device xpu: no XPU device is available")
-        device = torch.device("xpu", index)
-        sync = lambda: xpu.synchronize(device)  # noqa: E731
-    else:
-        raise InductorPerfError(f"--device: expected 'cpu', 'cuda' or 'xpu', got {device_type!r}")
-
+    device, sync = _device_and_sync(torch, device_type, index)
     dtypes = [torch.float32]
     if device_type != "cuda" or torch.cuda.is_bf16_supported():
         dtypes.append(torch.bfloat16)
     sizes = (gemm_n,) if gemm_n else _gemm_sizes(device_type)
-    gemm_budget = seconds * 0.5 / (len(dtypes) * len(sizes))
-    gemm: dict[str, float] = {}
     details: dict[str, Any] = {"gemm_sizes": list(sizes)}
     t_start = time.perf_counter()
-    # Measure fp32 as fp32: TF32 would be a different roof than the one named "float32".
-    prev_prec = torch.get_float32_matmul_precision()
-    try:
-        torch.set_float32_matmul_precision("highest")
-        for dtype in dtypes:
-            best = 0.0
-            for n in sizes:
-                a = torch.randn(n, n, device=device).to(dtype)
-                b = torch.randn(n, n, device=device).to(dtype)
-                out = torch.empty(n, n, device=device, dtype=dtype)
-                best = max(best, _best_rate(lambda: torch.mm(a, b, out=out), sync, 2.0 * n ** 3, gemm_budget))
-                del a, b, out
-            gemm[str(dtype).removeprefix("torch.")] = best / 1e12
-    finally:
-        torch.set_float32_matmul_precision(prev_prec)
+    gemm = _gemm_tflops(torch, device, sync, dtypes, sizes, seconds * 0.5 / (len(dtypes) * len(sizes)))
 
     # Memory: a buffer far larger than the last-level cache, so the copy streams from DRAM.
     # 256 MiB per buffer: beyond the last-level cache even of cache-stacked server parts (a 64 MiB

@@ -543,8 +543,8 @@ def matmul_peak_tflops(spec: DeviceSpec, dtype: Union["torch.dtype", str], *,
     """
     name = dtype_name(dtype)
     peaks = _roofs(spec, "peak_tflops")
-    if name == F32 and spec.device_type == "cuda" and TF32 in peaks and (
-            tf32_enabled() if tf32 is None else tf32):
+    # the switch first: with TF32 off, float32 is float32's own figure whatever the row's type
+    if name == F32 and (tf32_enabled() if tf32 is None else tf32) and spec.device_type == "cuda" and TF32 in peaks:
         return peaks[TF32]
     return peaks.get(name)
 

@@ -26,13 +26,14 @@ from dataclasses import dataclass, field
 from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
+from ..devices.peaks import dtype_peak
 from ..model import events as evs
 from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET,
                                   KIND_OTHER, KINDS, kernel_kind)
 from ..roofline.roofs import Roofs
 from .comm import ComputeSums, comm_view
-from .coverage import coverage
-from .idle import WINDOW_BASES, busy_window, idle_tables, launching_threads
+from .coverage import CoverageFigures, coverage
+from .idle import WINDOW_BASES, BusyWindow, IdleTables, busy_window, idle_tables, launching_threads
 from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX, KERNEL_DEFINITIONS,
                       TraceKernels, ParsedEvent, _num, _parse, headline_dtype, select_kernels)
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
@@ -48,6 +49,8 @@ __all__ = [
 
 # --- Peaks ---------------------------------------------------------------------------------------------
 def _device_peaks(device: Any, dtype: str) -> PeakInfo:
+    """The headline's peaks: ``device``'s matmul roof for ``dtype`` (:func:`devices.peaks.dtype_peak`,
+    the figure each kernel's own % is measured against) and its memory bandwidth."""
     if device is None:
         return PeakInfo(None, None, None, None, None)
 
@@ -56,19 +59,10 @@ def _device_peaks(device: Any, dtype: str) -> PeakInfo:
             return device.get(attr)
         return getattr(device, attr, None)
 
-    peaks = get("peak_tflops")
-    peak = None
-    if isinstance(peaks, Mapping):
-        for k, v in peaks.items():
-            # Keys are torch.dtype objects (or their names); compare by name to stay torch-free.
-            if str(k).removeprefix("torch.") == dtype:
-                peak = _num(v)
-    elif _num(peaks) is not None:
-        peak = _num(peaks)
     bw = _num(get("mem_bandwidth_gbs"))
     name = get("name")
     src = get("peak_source")
-    return PeakInfo(str(name) if name is not None else None, dtype, peak if peak and peak > 0 else None,
+    return PeakInfo(str(name) if name is not None else None, dtype, dtype_peak(device, dtype, True),
                     bw if bw and bw > 0 else None, str(src) if src is not None else None)
 
 
@@ -426,14 +420,14 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
     name), ``mem_bandwidth_gbs`` and ``peak_source``; when given, overall and per-kernel achieved
     figures are compared with its ``dtype`` peak (default: :func:`headline_dtype` of the trace).
     ``top`` bounds each table's rows. ``device_note`` (how the device was recognised, or why not)
-    and ``costs_note`` (set when the caller computed the costs, :mod:`.summary_raw`) are shown in
+    and ``costs_note`` (set when the caller computed the costs, :mod:`inductor_perf.summary.files`) are shown in
     the header. Never raises on odd events: they are counted in ``skipped`` / ``bad_args`` instead.
 
-    The steps: parse events and choose the kernels (:mod:`.summary_kernels`), find each kernel's
+    The steps: parse events and choose the kernels (:mod:`inductor_perf.summary.kernels`), find each kernel's
     launching thread and the busy window, sum per kernel / module / line, then :func:`assemble`:
-    the gap and idle tables (:mod:`.summary_idle`), the headline figures and notes. The streaming
-    engine (:mod:`.summary_stream`) reaches :func:`assemble` with the same parts, built without
-    holding the events.
+    the gap and idle tables (:mod:`inductor_perf.summary.idle`), the headline figures and notes. The streaming
+    engine (:mod:`inductor_perf.summary.stream`) reaches :func:`assemble` with the same
+    :class:`SummaryParts`, built without holding the events.
     """
     raw_events = _trace_events(trace)
     skipped: dict[str, int] = defaultdict(int)
@@ -444,10 +438,11 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         dtype = headline_dtype(k.args for k in tk.kernels)
     totals = _totals(tk.kernels)
     kernel_time = sum(map(_dur, tk.kernels))
-    cov = coverage(tk.kernels, kernel_time, top)
-    return assemble(tk, Counts(len(raw_events), len(tk.events), dict(skipped)), window, launcher, graph_launches,
-                    totals, cov, dtype, distributed_info(trace), device=device, top=top, label=label,
-                    device_note=device_note, costs_note=costs_note)
+    return assemble(SummaryParts(
+        kernels=tk, counts=Counts(len(raw_events), len(tk.events), dict(skipped)), window=window,
+        launcher=launcher, graph_launches=graph_launches, distributed=distributed_info(trace), totals=totals,
+        coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
+        device_note=device_note, costs_note=costs_note))
 
 
 @dataclass(frozen=True)
@@ -459,17 +454,44 @@ class Counts:
     skipped: dict[str, int]
 
 
-def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, Any] | None, graph_launches: bool,
-             totals: _Totals, cov: tuple[float | None, list[Any], float | None], dtype: str,
-             distributed: dict[str, Any] | None,
-             *, device: Any, top: int, label: str | None, device_note: str | None,
-             costs_note: str | None, idle: tuple[list[Any], int, list[Any]] | None = None,
-             unions: Mapping[int, float] | None = None) -> Summary:
-    """The :class:`Summary` of a trace's kernels (``tk``), busy ``window`` (:func:`busy_window`),
-    launching threads, per-kernel sums (``totals``), coverage (:func:`coverage`) and headline dtype.
-    ``idle``: :func:`~inductor_perf.summary.idle.idle_tables` of the same, when it was computed
-    already (by the streaming summary's helper process; ``launcher`` may be None then); ``unions``:
-    :func:`top_unions` of ``totals``, likewise."""
+@dataclass(frozen=True)
+class SummaryParts:
+    """What both engines hand to :func:`assemble`: :func:`summarize` from a loaded trace, the
+    streaming one (:func:`inductor_perf.summary.stream.finish.finish`) from one pass over a file
+    that keeps no events. A new table is fed by a field here, which both must fill."""
+
+    kernels: TraceKernels
+    """The trace's kernels and host events (:func:`~inductor_perf.summary.kernels.select_kernels`)."""
+    counts: Counts
+    window: BusyWindow
+    """The busy window (:func:`~inductor_perf.summary.idle.busy_window`)."""
+    launcher: dict[int, Any] | None
+    """Each kernel's launching thread by ``id`` (None when ``idle`` is given)."""
+    graph_launches: bool
+    """Whether the kernels were launched by CUDA graph replays."""
+    distributed: dict[str, Any] | None
+    """:func:`distributed_info` of the trace."""
+    totals: _Totals
+    """The per-kernel, module and line sums."""
+    coverage: CoverageFigures
+    dtype: str
+    """The headline dtype (:func:`~inductor_perf.summary.kernels.headline_dtype`)."""
+    device: Any = None
+    top: int = 20
+    label: str | None = None
+    device_note: str | None = None
+    costs_note: str | None = None
+    idle: IdleTables | None = None
+    """The idle tables of the same, when computed already (by the streaming summary's helper process)."""
+    unions: Mapping[int, float] | None = None
+    """:func:`top_unions` of ``totals``, when computed already (likewise)."""
+
+
+def assemble(parts: SummaryParts) -> Summary:
+    """The :class:`Summary` of a trace's parts: the tables, the headline figures and the notes."""
+    tk, counts, window, launcher, totals, device, top = (parts.kernels, parts.counts, parts.window, parts.launcher,
+                                                        parts.totals, parts.device, parts.top)
+    dtype, graph_launches, idle, unions = parts.dtype, parts.graph_launches, parts.idle, parts.unions
     kernels = tk.kernels
     busy, kernel_time = window.busy, sum(map(_dur, kernels))
     peak = _device_peaks(device, dtype)
@@ -481,7 +503,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
     achieved_gbps = _rate_gbps(totals.gb if totals.any_gb else None, busy)
     flops_pct, bandwidth_pct = percent(achieved_tflops, peak.peak_tflops), percent(achieved_gbps, peak.mem_bandwidth_gbs)
     split = totals.split
-    costed_pct, uncosted, lower_pct = cov
+    costed_pct, uncosted, lower_pct = parts.coverage
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
     notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, window.basis)
     notes += roof_notes(roofs, rows)
@@ -491,7 +513,7 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         notes.append(f"slowest step: {slowest} ({dur / 1e3:.3g} ms; median "
                      f"{median(r.dur_us for r in steps) / 1e3:.3g} ms)")
     return Summary(
-        label=label,
+        label=parts.label,
         kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],
         window_start_us=rounded(window.start) if counts.used else None, wall_us=rounded(window.wall), busy_us=rounded(busy),
         busy_pct=percent(busy, window.wall), idle_us=rounded(window.idle), kernel_count=len(kernels),
@@ -506,12 +528,12 @@ def assemble(tk: TraceKernels, counts: Counts, window: Any, launcher: dict[int, 
         modules=_group_rows(totals.modules, busy, top, unions), distinct_modules=len(totals.modules),
         lines=_group_rows(totals.lines, busy, top, unions), distinct_lines=len(totals.lines),
         gaps=gap_rows, gap_count=gap_count, idle_by_host=idle_rows[:top],
-        distributed=distributed, events_total=counts.total, events_used=counts.used,
-        skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=device_note,
-        costs_note=costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
+        distributed=parts.distributed, events_total=counts.total, events_used=counts.used,
+        skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=parts.device_note,
+        costs_note=parts.costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
         steps=steps,
         slowest_step=slowest, window_basis=window.basis,
-        flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, cov[1], costs_note),
+        flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
         above_peak_reason=above_peak_reason(flops_pct, bandwidth_pct, peak.dtype, roofs, rows),
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
 

@@ -11,7 +11,7 @@ A kernel "carries a cost" when augmentation gave it FLOPs or bytes (``kernel_flo
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..model import events as evs
 from .kernels import ParsedEvent
@@ -82,6 +82,17 @@ def _reason(args: dict[str, Any], augmented: bool, joined: bool) -> str:
     return "unknown"
 
 
+class CoverageFigures(NamedTuple):
+    """What :meth:`Coverage.result` finds."""
+
+    costed_pct: float | None
+    """% of kernel time that carries a cost (None: no kernel carries one)."""
+    uncosted: list[UncostedRow]
+    """The ``top`` uncosted rows, most time first."""
+    lower_bound_pct: float | None
+    """% of the costed time whose cost is a lower bound."""
+
+
 class Coverage:
     """:func:`coverage` one kernel at a time (:meth:`add`), for a caller that does not keep every
     kernel's args: what decides a row's reason is kept per row, the reason itself chosen at the end."""
@@ -132,7 +143,7 @@ class Coverage:
         g[1] += dur
         g[2][name] = g[2].get(name, 0.0) + dur
 
-    def result(self, kernel_time: float, top: int) -> tuple[float | None, list[UncostedRow], float | None]:
+    def result(self, kernel_time: float, top: int) -> CoverageFigures:
         """(% of kernel time that carries a cost, the ``top`` uncosted rows by time, % of the costed
         time whose cost is a lower bound)."""
         merged: dict[tuple[str | None, str, str], list[Any]] = {}
@@ -148,12 +159,11 @@ class Coverage:
                             share_of_kernel_time_pct=percent(t, kernel_time))
                 for (op, _, reason), (n, t, names) in merged.items()]
         rows.sort(key=lambda r: (-r.total_us, r.kernel))
-        return ((percent(self.costed, kernel_time) if self.any else None), rows[:top],
-                percent(self.lower, self.costed) if self.costed > 0 else None)
+        return CoverageFigures((percent(self.costed, kernel_time) if self.any else None), rows[:top],
+                               percent(self.lower, self.costed) if self.costed > 0 else None)
 
 
-def coverage(kernels: list[ParsedEvent], kernel_time: float, top: int
-             ) -> tuple[float | None, list[UncostedRow], float | None]:
+def coverage(kernels: list[ParsedEvent], kernel_time: float, top: int) -> CoverageFigures:
     """:meth:`Coverage.result` of ``kernels``."""
     acc = Coverage()
     for k in kernels:

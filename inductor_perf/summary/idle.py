@@ -14,7 +14,7 @@ import heapq
 from collections import defaultdict
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Iterator
+from typing import Any, Iterator, NamedTuple
 
 from ..model import events as evs
 from .kernels import DEF_GPU, DEF_NONE, TraceKernels, ParsedEvent, _hashable
@@ -264,18 +264,26 @@ _OUTSIDE: Any = object()
 until a row needs it as dicts."""
 
 
+class IdleTables(NamedTuple):
+    """What :func:`idle_tables` finds: the gap rows, how many gaps there are, the idle time by host activity."""
+
+    gaps: list[GapRow]
+    gap_count: int
+    idle_by_host: list[IdleRow]
+
+
 def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[Any, Any] | None],
                 top: int | None = None, light: bool = False,
-                after: list[ParsedEvent | None] | None = None) -> tuple[list[GapRow], int, list[IdleRow]]:
+                after: list[ParsedEvent | None] | None = None) -> IdleTables:
     """The ``top`` longest gaps (all without ``top``), how many gaps there are, and the idle time by
     innermost host activity (most first). Only the ``top`` gaps become rows (a bounded heap): a
-    trace has a gap between almost every two kernels. ``light`` (:mod:`.summary_light`): no gap
+    trace has a gap between almost every two kernels. ``light`` (:mod:`inductor_perf.summary.light`): no gap
     rows and no Python frame per activity (``source`` None), the same idle times.
 
     ``after`` (a list, filled here): the kernel after each gap row, in the rows' order, and a row's
     ``source`` is its Python frame alone (None without one), not yet the next kernel's source line
     (:func:`with_next_sources` adds it): for a process that attributes the idle time before the
-    kernels' costs, hence their source lines, are known (:mod:`.summary_stream_finish`)."""
+    kernels' costs, hence their source lines, are known (:mod:`inductor_perf.summary.stream.finish`)."""
     attributors: dict[tuple[Any, Any] | None, Any] = {}
     heap: list[tuple[float, float, int, GapRow, Any]] = []  # (-(-dur), -start, -seq, row, next kernel): worst on top
     count = 0
@@ -337,7 +345,7 @@ def idle_tables(tk: TraceKernels, window: BusyWindow, launcher: dict[int, tuple[
                          source=_dominant(v.frames))
                  for h, v in idle.rows.items()]
     idle_rows.sort(key=lambda r: (-r.idle_us, r.host))
-    return gap_rows, count, idle_rows
+    return IdleTables(gap_rows, count, idle_rows)
 
 
 def _gap_row(start_r: float, dur_r: float, position: str, prev_k: ParsedEvent | None, next_k: ParsedEvent | None,

@@ -48,8 +48,7 @@ def test_package_keeps_the_layout_rules():
     assert got["private_imports"] == []
     assert len(got["top_modules"]) <= lc.MAX_TOP_MODULES
     assert lc.passes(got)
-    # the figures the report gives: every long function is one of them, and the chain is a real path
-    assert all(n > lc.TARGET_FUNCTION_LINES for _, n in got["functions_over_target"])
+    # the figure the report gives: the chain is a real path
     assert got["depth"] == len(got["longest_chain"]) >= 2
 
 
@@ -140,14 +139,18 @@ def test_more_than_eight_modules_at_the_top_fails(tmp_path):
     assert len(got["top_modules"]) == lc.MAX_TOP_MODULES
 
 
-def test_functions_over_the_target_are_reported_not_failed(tmp_path):
+def test_a_function_over_80_lines_fails_and_one_of_80_passes(tmp_path):
     lc = _checker()
-    n = lc.TARGET_FUNCTION_LINES + 5  # over the target, under the limit
-    pkg = _package(tmp_path, {"low/a.py": "def f():\n" + "    x = 1\n" * (n - 1),
-                              "low/b.py": "def f():\n" + "    x = 1\n" * (lc.TARGET_FUNCTION_LINES - 1)})
+    assert lc.MAX_FUNCTION_LINES == 80
+    decorated = "import functools\n\n@functools.lru_cache\n@functools.wraps(print)\ndef g():\n" + "    x = 1\n" * 78
+    nested = "def outer():\n    def inner():\n" + "        x = 1\n" * 79 + "    return inner\n"
+    pkg = _package(tmp_path, {"low/a.py": "def f():\n" + "    x = 1\n" * 80,  # 81 lines
+                              "low/b.py": "def f():\n" + "    x = 1\n" * 79,  # 80 lines
+                              "low/c.py": decorated,  # 79 lines of def and body, 2 of decorators: 81
+                              "low/d.py": nested})  # outer 82 lines, inner 80
     got = lc.check(pkg, layers=LAYERS, core=set())
-    assert got["functions_over_target"] == [("pkg.low.a.f", n)]
-    assert got["long_functions"] == []
+    assert got["long_functions"] == [("pkg.low.a.f", 81), ("pkg.low.c.g", 81), ("pkg.low.d.outer", 82)]
+    assert not lc.passes(got)
 
 
 def test_the_longest_import_chain_is_measured(tmp_path):

@@ -22,7 +22,7 @@ from ..args import device_from_trace, roofline_classify
 from .clock import StageClock
 from .gzip_out import write_gzip_parts
 from .parse import join_range
-from .render import Pieces, emit, roofs_for
+from .render import Pieces, emit, worker_device
 from .worker import Worker, WorkerGone, add_counts, worker_main
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -238,7 +238,7 @@ class _Output:
             try:
                 # its part may begin before the cut: it gets the spans it lacks
                 worker.send((later, later_labels, self.starts[:self.mid].tobytes(), self.ends[:self.mid].tobytes(),
-                             self.gz_out, roofs_for(self.device, later.values())))
+                             self.gz_out, worker_device(self.device, later.values())))
             except WorkerGone:
                 k = len(todo)
             self.clock.mark("sent the worker its costs")

@@ -6,17 +6,15 @@ from __future__ import annotations
 import re
 import zlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
 
 from ...costs.comm import comm_args
+from ...devices.peaks import dtype_peak
 from ...model import events as evs
 from ...model.event_cost import AugmentStats, EventCost
-from ...roofline.point import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
-from ...roofline.point import DEFAULT_LATENCY_PCT as _LATENCY_PCT
-from ...roofline.point import DEFAULT_LATENCY_US as _LATENCY_US
-from ...roofline.point import INLINE_INT_LIMIT, INLINE_RANGE
+from ...roofline.point import INLINE_RANGE, binding_roof, inline_pcts, inline_takes
 from ...traces import files as tf
-from ..args import args_for, augment_event, device_bandwidth, device_peak, roof_bandwidth, static_args
+from ..args import args_for, augment_event, device_bandwidth, roof_bandwidth, static_args
 
 if TYPE_CHECKING:  # pragma: no cover
     from .progress import Progress
@@ -43,10 +41,11 @@ def crc_and_size(pieces: list, crc: int = 0) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
-class Roofs:
+class WorkerDevice:
     """Stands in for the device in the worker's :func:`emit`: the bandwidths
     (:func:`augment.args.roof_bandwidth`) and, looked up by the parent, the peak of each
-    ``(dtype, matmul)`` key of the costs it renders."""
+    ``(dtype, matmul)`` key of the costs it renders. (A device's roofs are
+    :class:`roofline.roofs.Roofs`.)"""
 
     mem_bandwidth_gbs: float | None
     peaks: dict[tuple[Any, bool], float | None]
@@ -54,41 +53,21 @@ class Roofs:
     interconnect_gbs: float | None = None
 
 
-def roofs_for(device: Any, costs: Iterable[EventCost]) -> Roofs | None:
-    """The :class:`Roofs` of ``device`` for ``costs`` (None without a device)."""
+def worker_device(device: Any, costs: Iterable[EventCost]) -> WorkerDevice | None:
+    """The :class:`WorkerDevice` of ``device`` for ``costs`` (None without a device)."""
     if device is None:
         return None
     keys = {(c.dtype, c.matmul_flops > 0) for c in costs if c.comm is None}
-    return Roofs(device_bandwidth(device), {k: device_peak(device, k[0], k[1]) for k in keys},
-                 roof_bandwidth(device, "host_link"), roof_bandwidth(device, "interconnect"))
-
-
-# The inline roofline (binding_roof, args_inline) repeats roofline.point.classify's arithmetic for speed:
-# args_for costs 3.0 µs an event against 0.64 µs inline (timeit, 2-core x86 VM), and on
-# bench/gen_trace.py's 300k-event trace (44k kernels augmented) the stream engine in one process
-# takes 1.37 s of CPU with it against 1.48 s without (-8 %; mean of 5 alternating runs).
-# It is taken only within roofline.point.INLINE_INT_LIMIT and INLINE_RANGE, where it gives classify's answer.
-
-
-def binding_roof(flops: int, nbytes: int, peak_tflops: float, bandwidth_gbs: float) -> str | None:
-    """The roof that binds a kernel under :func:`roofline.point.classify`'s rule (peaks within
-    :data:`INLINE_RANGE`, counts in ``[0, 2**53)``): None (nothing done), "compute" or "memory"."""
-    if flops == 0 and nbytes == 0:
-        return None
-    if nbytes == 0:
-        return "compute"
-    if flops == 0:
-        return "memory"
-    return "compute" if flops / nbytes >= peak_tflops * 1e3 / bandwidth_gbs else "memory"
+    return WorkerDevice(device_bandwidth(device), {k: dtype_peak(device, k[0], k[1]) for k in keys},
+                        roof_bandwidth(device, "host_link"), roof_bandwidth(device, "interconnect"))
 
 
 def args_inline(head: dict[str, Any], tail: dict[str, Any], flops: int, nbytes: int, dur_us: float,
                 peak_tflops: float, bandwidth_gbs: float, roof: str | None) -> dict[str, Any]:
-    """:func:`augment.args.args_for` for the common case, without building a
-    :class:`roofline.point.RooflinePoint`: ``dur_us`` and both peaks within :data:`INLINE_RANGE`, counts in
-    ``[0, 2**53)`` (so every ratio is finite), ``roof`` from :func:`binding_roof`. Same arithmetic, in
-    the same order, as :func:`roofline.point.classify` (tests/unit/augment/test_fast_path.py checks it against
-    classify on a sweep)."""
+    """:func:`augment.args.args_for` by the inline roofline (:func:`roofline.point.inline_pcts`), for
+    a cost :func:`roofline.point.inline_takes` and ``dur_us`` within :data:`INLINE_RANGE`; ``roof``
+    from :func:`roofline.point.binding_roof` (tests/unit/augment/test_fast_path.py checks it against
+    args_for on a sweep)."""
     a = dict(head)
     a.update(achieved_inline(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs, roof))
     a.update(tail)
@@ -99,23 +78,10 @@ def achieved_inline(flops: int, nbytes: int, dur_us: float, peak_tflops: float, 
                     roof: str | None) -> dict[str, Any]:
     """The args of :func:`args_inline` that depend on the event: the achieved rates and fractions of
     peak, and the bound."""
-    flops_pct, bandwidth_pct, bound = achieved_pcts(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs, roof)
+    flops_pct, bandwidth_pct, bound = inline_pcts(flops, nbytes, dur_us, peak_tflops, bandwidth_gbs, roof)
+    # the achieved rates as args_for writes them
     return {evs.ACHIEVED_TFLOPS: flops / (dur_us * 1e6), evs.ACHIEVED_GBPS: nbytes / (dur_us * 1e3),
             evs.ACHIEVED_FLOPS_PCT: flops_pct, evs.ACHIEVED_BANDWIDTH_PCT: bandwidth_pct, evs.ROOFLINE_BOUND: bound}
-
-
-def achieved_pcts(flops: int, nbytes: int, dur_us: float, peak_tflops: float, bandwidth_gbs: float,
-                  roof: str | None) -> tuple[float, float, str]:
-    """(achieved % of the peak, % of the bandwidth, roofline bound) of :func:`achieved_inline`, the
-    three its caller sums (the streaming summary, per kernel)."""
-    # classify's own expressions (FLOP/µs/1e6 = TFLOP/s, B/µs/1e3 = GB/s), for identical floats
-    flops_pct = 100.0 * (flops / dur_us / 1e6) / peak_tflops
-    bandwidth_pct = 100.0 * (nbytes / dur_us / 1e3) / bandwidth_gbs
-    if roof is None:
-        return flops_pct, bandwidth_pct, "latency"  # nothing measurable done in a measured time: pure overhead
-    pct = flops_pct if roof == "compute" else bandwidth_pct
-    small = dur_us < _LATENCY_US or nbytes < _LATENCY_BYTES
-    return flops_pct, bandwidth_pct, "latency" if pct < _LATENCY_PCT and small else roof
 
 
 Hint = tuple  # (close, cat, dur, args_nonempty)
@@ -185,15 +151,14 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
     of some events (taken by :func:`parse.join_range`): those are not parsed again; the spans of
     event ``i`` are at ``i - base``. An event's label (``launch_op``, ``not_costed``) follows its
     cost's args, as in :func:`augment.args.augment_event`."""
-    # The worker's device is a Roofs: every peak it asks for is in the cache already.
-    peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is Roofs else {}
+    # The worker's device is a WorkerDevice: every peak it asks for is in the cache already.
+    peak_cache: dict[tuple[Any, bool], float | None] = dict(device.peaks) if type(device) is WorkerDevice else {}
     bandwidth = device_bandwidth(device)
     enc = tf.json_encoder()
     from orjson import dumps  # for the achieved numbers alone: floats and a str, which it always encodes
 
-    static: dict[int, tuple] = {}  # id(cost) -> hbm_entry(cost), which holds the cost
+    static: dict[int, tuple] = {}  # id(cost) -> its _hbm_entry, which holds the cost
     on_device: dict[str, bool] = {}  # event category -> whether the device's roofs apply to it
-    bw_ok = bandwidth is not None and INLINE_RANGE[0] <= bandwidth <= INLINE_RANGE[1]
     scope_cats = evs.CPU_SCOPE_CATS
     labels = labels or {}
     label_bodies: dict[int, tuple[Mapping[str, Any], bytes]] = {}  # the labels are shared dicts: encoded once
@@ -222,7 +187,7 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
         ``{"k":v,...}`` compactly."""
         entry = static.get(id(cost))
         if entry is None:
-            entry = static[id(cost)] = hbm_entry(cost)
+            entry = static[id(cost)] = _hbm_entry(cost, device, peak_cache, bandwidth, enc)
         _c, head, tail, flops, nbytes, head_b, peak, roof, inline, tails = entry
         use_device = on_device.get(cat) if type(cat) is str else None
         if use_device is None:
@@ -250,30 +215,31 @@ def emit(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int
             a.update(label)
         return enc(a)[1:-1]
 
-    def hbm_entry(cost: EventCost) -> tuple:
-        """What :func:`on_hbm` needs of ``cost`` whatever the event: its static args (and those
-        before the achieved ones encoded), its peak on the device, the roof that binds it, whether
-        the inline roofline takes it (given a duration in range), and its encoded tails by label."""
-        head, tail = static_args(cost)
-        flops, nbytes = int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written)
-        peak = roof = None
-        if device is not None:
-            key = (cost.dtype, cost.matmul_flops > 0)
-            if key not in peak_cache:
-                peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
-            peak = peak_cache[key]
-        # The inline roofline is used where no ratio can overflow or underflow to 0 (classify's
-        # _finite() checks are then no-ops); anything else goes through classify itself.
-        inline = (peak is not None and bw_ok and 0 <= flops < INLINE_INT_LIMIT and 0 <= nbytes < INLINE_INT_LIMIT
-                  and INLINE_RANGE[0] <= peak <= INLINE_RANGE[1])
-        if inline:
-            roof = binding_roof(flops, nbytes, peak, bandwidth)
-        return (cost, head, tail, flops, nbytes, enc(head)[1:-1] + b",", peak, roof, inline, {})
-
     def reencoded(ev: dict, cost: EventCost | None, label: Mapping[str, Any] | None) -> bytes:
         return enc(augment_event(ev, cost, device, True, peak_cache, bandwidth, astats, label))
 
     return _write_events(raw, starts, ends, todo, costs, labels, out, at, show, pre, base, spliced, reencoded)
+
+
+def _hbm_entry(cost: EventCost, device: Any, peak_cache: dict[tuple[Any, bool], float | None],
+               bandwidth: float | None, enc: Callable[[Any], bytes]) -> tuple:
+    """What :func:`emit` needs of ``cost`` to write it on any event measured against ``device``'s
+    peaks and memory ``bandwidth``: its static args (and those before the achieved ones encoded by
+    ``enc``), its peak (looked up once per key in ``peak_cache``), the roof that binds it, whether the
+    inline roofline takes it (given a duration in range), and a dict for its encoded tails by label."""
+    head, tail = static_args(cost)
+    flops, nbytes = int(cost.flops), int(cost.bytes_read) + int(cost.bytes_written)
+    peak = roof = None
+    if device is not None:
+        key = (cost.dtype, cost.matmul_flops > 0)
+        if key not in peak_cache:
+            peak_cache[key] = dtype_peak(device, cost.dtype, cost.matmul_flops > 0)
+        peak = peak_cache[key]
+    # the inline roofline where it gives classify's answer; anything else goes through classify itself
+    inline = inline_takes(flops, nbytes, peak, bandwidth)
+    if inline:
+        roof = binding_roof(flops, nbytes, peak, bandwidth)
+    return (cost, head, tail, flops, nbytes, enc(head)[1:-1] + b",", peak, roof, inline, {})
 
 
 def _write_events(raw: bytes, starts: Any, ends: Any, todo: list[int], costs: Mapping[int, EventCost],

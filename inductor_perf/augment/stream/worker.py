@@ -50,7 +50,7 @@ class Worker:
       stream's; the logging lock that disabling takes is reinitialised in the child by logging's own
       fork hook);
     - it looks up no device (the device table has a lock and logs; the TF32 switches are torch's): the
-      parent sends it the peaks it needs (:class:`render.Roofs`). It touches no torch;
+      parent sends it the peaks it needs (:class:`render.WorkerDevice`). It touches no torch;
     - it ends in ``os._exit`` (no atexit handlers, no flushing of buffers it inherited), without
       leaving the ``catch_warnings`` block around the fork (which would restore the filters).
     """

@@ -10,22 +10,18 @@ and module (the gap table and the communication view read them) and, for a colle
 from __future__ import annotations
 
 from array import array
-from itertools import compress, repeat
-from operator import attrgetter, mul
+from itertools import repeat
+from operator import attrgetter
 from typing import Any, Callable
 
 from ...augment.args import roof_figures
 from ...augment.in_memory import recorded_costs_note
-from ...augment.stream.render import binding_roof
 from ...model import events as evs
 from ...model.kernel_kinds import KIND_COLLECTIVE
-from ...roofline.point import DEFAULT_LATENCY_BYTES as _LATENCY_BYTES
-from ...roofline.point import DEFAULT_LATENCY_PCT as _LATENCY_PCT
-from ...roofline.point import DEFAULT_LATENCY_US as _LATENCY_US
-from ...roofline.point import INLINE_INT_LIMIT, INLINE_RANGE
+from ...roofline.point import INLINE_RANGE, binding_roof, inline_sums, inline_takes
 from ..core import static_sums
 from ..coverage import Coverage
-from ..idle import BusyWindow, idle_tables, window_of, with_next_sources
+from ..idle import BusyWindow, IdleTables, idle_tables, window_of, with_next_sources
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
 from ..steps import profiler_steps
 
@@ -54,13 +50,14 @@ def _static(cost: Any, device: Any, peak_cache: dict, bandwidth: float | None) -
     """What :func:`~inductor_perf.augment.args.augment_event` computes from a (non-collective) cost
     alone, for a device event: (head args, tail args, FLOPs, bytes, peak TFLOP/s, roof GB/s). Kernels
     share costs (one per op signature), so each cost's part is computed once."""
-    from ...augment.args import device_peak, roof_bandwidth, static_args
+    from ...augment.args import roof_bandwidth, static_args
+    from ...devices.peaks import dtype_peak
 
     peak = bw = None
     if device is not None:
         key = (cost.dtype, cost.matmul_flops > 0)
         if key not in peak_cache:
-            peak_cache[key] = device_peak(device, cost.dtype, cost.matmul_flops > 0)
+            peak_cache[key] = dtype_peak(device, cost.dtype, cost.matmul_flops > 0)
         peak = peak_cache[key]
         bw = bandwidth if cost.memory_roof is None or cost.memory_roof == "hbm" else roof_bandwidth(
             device, cost.memory_roof)
@@ -88,8 +85,8 @@ class _Sums:
     the totals (:meth:`~inductor_perf.summary.core._Totals.add_group`), the coverage and the headline dtype
     read is the same for every kernel of one (cost, label, name, category): a *digest*, made once.
     Only the achieved % and the roofline bound depend on the kernel's duration. They are computed from
-    it as ``args_for`` computes them: by the inline roofline of :mod:`inductor_perf.augment.stream.render`
-    (``augment``'s, checked against :func:`roofline.point.classify`) where its ranges hold, else by
+    it as ``args_for`` computes them: by the inline form of :func:`roofline.point.classify`
+    (:mod:`inductor_perf.roofline.point`, augment's too) where its ranges hold, else by
     :func:`~inductor_perf.augment.args.roof_figures`. :meth:`add` only files a kernel under its digest;
     :meth:`fold` sums each digest's kernels among themselves (:func:`_achieved_sums`: the same
     expressions, over a digest's durations at once) and adds the digests to the totals: the sums of
@@ -127,9 +124,7 @@ class _Sums:
         kind = self.totals.kind_of(k.name, k.cat, args)
         if kind == KIND_COLLECTIVE:
             return None  # a collective keeps all its args (the collective tables read them)
-        lo, hi = INLINE_RANGE
-        inline = (peak is not None and bw is not None and lo <= peak <= hi and lo <= bw <= hi
-                  and 0 <= flops < INLINE_INT_LIMIT and 0 <= nbytes < INLINE_INT_LIMIT)
+        inline = inline_takes(flops, nbytes, peak, bw)
         roof = binding_roof(flops, nbytes, peak, bw) if inline else None
         st = static_sums(args)
         # made now, as the first kernel of this digest is filed: the tables' rows and the dtypes'
@@ -169,31 +164,14 @@ def _achieved_sums(durs: list[float], flops: int, nbytes: int, peak: float | Non
                    roof: str | None, inline: bool) -> tuple[float, float, float, float, float, dict[str, float]]:
     """Of kernels of one cost lasting ``durs`` µs: (total duration, sum of achieved % of the peak x
     duration and the duration of those that have one, the same for % of the bandwidth, duration by
-    roofline bound in the order the bounds first come). Each kernel's % and bound are those of
-    :func:`~inductor_perf.augment.stream.render.achieved_pcts` (the same expressions, so the same floats)
-    when every duration is within its range, else of :func:`~inductor_perf.augment.args.roof_figures`
-    kernel by kernel (rare: no device peaks, or a duration under a picosecond)."""
+    roofline bound in the order the bounds first come): by :func:`~inductor_perf.roofline.point.inline_sums`
+    (the same floats as summing each kernel's args) when every duration is within its range, else
+    kernel by kernel as :func:`~inductor_perf.augment.args.roof_figures` (rare: no device peaks, or a
+    duration under a picosecond)."""
     lo, hi = INLINE_RANGE
     if not (inline and lo <= min(durs) and max(durs) <= hi):
         return _achieved_sums_each(durs, flops, nbytes, peak, bw)
-    time = sum(durs)
-    fpcts = [100.0 * (flops / d / 1e6) / peak for d in durs]  # type: ignore[operator]
-    bpcts = [100.0 * (nbytes / d / 1e3) / bw for d in durs]  # type: ignore[operator]
-    fp, bp = sum(map(mul, fpcts, durs)), sum(map(mul, bpcts, durs))
-    if roof is None:  # nothing measurable done in a measured time: all latency
-        return time, fp, time, bp, time, {"latency": time}
-    pcts = fpcts if roof == "compute" else bpcts
-    if nbytes < _LATENCY_BYTES:  # every kernel is small: latency-bound below the latency %
-        latent = [p < _LATENCY_PCT for p in pcts]
-    else:
-        latent = [p < _LATENCY_PCT and d < _LATENCY_US for p, d in zip(pcts, durs)]
-    if not any(latent):
-        return time, fp, time, bp, time, {roof: time}
-    if all(latent):
-        return time, fp, time, bp, time, {"latency": time}
-    lat = sum(compress(durs, latent))
-    rest = sum(d for d, is_lat in zip(durs, latent) if not is_lat)
-    bounds = {"latency": lat, roof: rest} if latent[0] else {roof: rest, "latency": lat}
+    time, fp, bp, bounds = inline_sums(durs, flops, nbytes, peak, bw, roof)  # type: ignore[arg-type]
     return time, fp, time, bp, time, bounds
 
 
@@ -274,29 +252,20 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
             helper.close()
 
 
-def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, top: int,
-            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
-            roots: Any, light: bool, helper: Any) -> tuple[Any, Any]:
-    """:func:`finish` once the helper (or None) is started."""
+def _sum_kernels(seen: Any, costs: dict | None, labels: dict, device: Any, totals: Any, cov: Coverage | None,
+                 weights: dict[str, list[float]]) -> None:
+    """Give each kernel of the pass the args ``augment`` would write (``costs`` None: it keeps the
+    trace's own), add it to ``totals``, ``cov`` and the dtype ``weights`` (``cov`` None: the light
+    summary, whose kernels get only their costs' own args), and leave it its kept args."""
     from ...augment.args import args_for, augment_event, device_bandwidth
     from ...model.event_cost import AugmentStats
-    from ..core import Counts, _Totals, assemble, distributed_info, top_unions
-    from ..kernels import add_dtype_weight, dtype_of_weights
+    from ..kernels import add_dtype_weight
 
-    if stage is not None:
-        stage("summarizing: placing costs")
-    costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
+    light, apply = cov is None, costs is not None
     peak_cache: dict[Any, Any] = {}
     static: dict[int, tuple] = {}
     bandwidth = device_bandwidth(device)
     astats = AugmentStats()
-    if light:
-        from ..light import LightTotals, assemble_light
-
-        totals, cov = LightTotals(), None
-    else:
-        totals, cov = _Totals(), Coverage()
-    weights: dict[str, list[float]] = {}
 
     def static_of(cost: Any) -> tuple:
         got = static.get(id(cost))
@@ -307,7 +276,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
     for k, i in zip(seen.kernels, seen.kernel_index):
         if apply:
-            cost, lab = costs.get(i), labels.get(i)
+            cost, lab = costs.get(i), labels.get(i)  # type: ignore[union-attr]
             if cost is not None and cost.comm is None:
                 if sums is not None and not k.args and sums.add(k, cost, lab):
                     continue
@@ -331,6 +300,26 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
             k.args = _kept(args)
     if sums is not None:
         sums.fold()
+
+
+def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, top: int,
+            label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
+            roots: Any, light: bool, helper: Any) -> tuple[Any, Any]:
+    """:func:`finish` once the helper (or None) is started."""
+    from ..core import Counts, SummaryParts, _Totals, assemble, distributed_info, top_unions
+    from ..kernels import dtype_of_weights
+
+    if stage is not None:
+        stage("summarizing: placing costs")
+    costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
+    if light:
+        from ..light import LightTotals, assemble_light
+
+        totals, cov = LightTotals(), None
+    else:
+        totals, cov = _Totals(), Coverage()
+    weights: dict[str, list[float]] = {}
+    _sum_kernels(seen, costs if apply else None, labels, device, totals, cov, weights)
     del costs, labels
     tk = trace_kernels(seen, roots)
     counts = Counts(seen.total, seen.used, dict(seen.skipped))
@@ -348,16 +337,17 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         rows, count, idle_rows, after, helped = idle
         window = _helped_window(*helped)
         kernels = seen.kernels
-        idle = with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count, idle_rows
+        idle = IdleTables(with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count,
+                          idle_rows)
     else:  # no helper, or it failed
         window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
         launcher = _launchers(seen)
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
-    summary = assemble(tk, counts, window, launcher, seen.graph_launches,
-                       totals, cov.result(sum(map(_dur, seen.kernels)), top), dtype_of_weights(weights),
-                       distributed_info(header), device=device, top=top,
-                       label=label_of(header), device_note=note,
-                       costs_note=costs_note, idle=idle, unions=unions)
+    summary = assemble(SummaryParts(
+        kernels=tk, counts=counts, window=window, launcher=launcher, graph_launches=seen.graph_launches,
+        distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
+        dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
+        costs_note=costs_note, idle=idle, unions=unions))
     return summary, device
 
 

@@ -144,9 +144,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
     :func:`_route` by category, filled here. ``load``: the batch is envelopes, and ``load(i)`` reads
     event ``i`` whole (``Windows.load``), for the events not taken here. ``ops`` (envelopes and a
     ``_Pass`` only): the CPU ops' cost outcomes by signature, for :func:`_cost_op`."""
-    cost, other, later, scope = join.cost_of, seen.add_other, join.flows_later.append, join.add_scope
-    by_thread, runtime_by_corr, graph_launches = join.by_thread, join.runtime_by_corr, join.graph_launches
-    new_columns, host, (m0, m1, m2) = evs.new_columns, _take_host, _MARKS
+    other, later, host, (m0, m1, m2) = seen.add_other, join.flows_later.append, _take_host, _MARKS
     typed, (loads, unset) = load is not None, _decoding()
     ops = ops if typed and _op_args_decoder() is not None else None
     n_kernels = used = 0
@@ -194,28 +192,10 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
             seen.costed = True
         # --- the join's index (LaunchIndex.index) and cost (CostJoin.cost)
         pt = (pid, tid)
-        jdur = dur if dur > 0.0 else 0.0  # the join's duration (0.0 for -0.0)
         if jk == KERNEL or jk == COPY:
-            n_kernels += _index_device(join, i, jk, name, args, ts, jdur)
+            n_kernels += _index_device(join, i, jk, name, args, ts, dur)
         elif jk >= 0:
-            cols = by_thread.get(pt)
-            if cols is None:
-                cols = by_thread[pt] = new_columns()
-            cols[0].append(ts)
-            cols[1].append(-jdur)
-            cols[2].append(i)
-            if jk == RUNTIME:
-                corr = args.get("correlation")
-                if corr is not None:
-                    runtime_by_corr[corr if type(corr) is int else id_key(corr)] = i
-                if name in GRAPH_LAUNCHES:
-                    graph_launches.add(i)
-            else:
-                scope(i, jk, args)  # LaunchIndex.index's end for a scope, then its cost
-                if hit is None and sig is None:  # (only an envelope's cpu_op sets them: _op_args)
-                    cost(i, name, jk, args, ts)
-                else:
-                    _cost_op(join, i, jk, name, args, ts, hit, sig, ops)  # type: ignore[arg-type]
+            _index_host(join, i, jk, pt, name, args, ts, dur, hit, sig, ops)
         # --- the pass (_Pass.add)
         if not pc:
             continue
@@ -251,18 +231,43 @@ def _cost_op(join: Any, i: int, jk: int, name: str, args: dict, ts: float, hit: 
         ops[sig] = got
 
 
-def _index_device(join: Any, i: int, jk: int, name: str, args: dict, ts: float, jdur: float) -> int:
+def _index_device(join: Any, i: int, jk: int, name: str, args: dict, ts: float, dur: float) -> int:
     """``LaunchIndex.index`` (and ``CostJoin.cost``) of device event ``i``, a kernel or a copy (``jk``)
     with plain fields: 1 for a kernel (counted), 0 for a copy."""
     corr = args.get("correlation")
     join.kernels[i] = (corr if type(corr) is int else id_key(corr) if corr is not None else None,
-                       args.get("External id"), jdur)
+                       args.get("External id"), dur if dur > 0.0 else 0.0)  # (0.0 for -0.0)
     if jk == COPY:
         join.copies[i] = copy_of(name, args)
         return 0
     if evs.KERNEL_FLOP in args or evs.KERNEL_NUM_GB in args or name.find("ccl", 0, 24) >= 0:
         join.cost_of(i, name, jk, args, ts)  # a precost or a collective: the rest of cost() does nothing
     return 1
+
+
+def _index_host(join: Any, i: int, jk: int, pt: tuple, name: str, args: dict, ts: float, dur: float,
+                hit: tuple | None, sig: tuple | None, ops: dict | None) -> None:
+    """``LaunchIndex.index`` (and ``CostJoin.cost``) of host event ``i`` on thread ``pt``, a runtime
+    call or an op or scope (``jk``) with plain fields; ``hit``, ``sig``: what :func:`_op_args` found
+    of an envelope's CPU op (both None otherwise)."""
+    cols = join.by_thread.get(pt)
+    if cols is None:
+        cols = join.by_thread[pt] = evs.new_columns()
+    cols[0].append(ts)
+    cols[1].append(-dur if dur > 0.0 else -0.0)  # the join's duration: 0.0 for -0.0
+    cols[2].append(i)
+    if jk == RUNTIME:
+        corr = args.get("correlation")
+        if corr is not None:
+            join.runtime_by_corr[corr if type(corr) is int else id_key(corr)] = i
+        if name in GRAPH_LAUNCHES:
+            join.graph_launches.add(i)
+        return
+    join.add_scope(i, jk, args)  # LaunchIndex.index's end for a scope, then its cost
+    if hit is None and sig is None:  # (only an envelope's cpu_op sets them: _op_args)
+        join.cost_of(i, name, jk, args, ts)
+    else:
+        _cost_op(join, i, jk, name, args, ts, hit, sig, ops)  # type: ignore[arg-type]
 
 
 def _keep_kernel(seen: Any, i: int, name: str, cat: str, pid: Any, tid: Any, ts: float, dur: float,

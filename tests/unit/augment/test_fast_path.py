@@ -404,7 +404,7 @@ def test_inline_roofline_equals_classify_on_a_sweep():
         for bw in (3350.0, 1.0):
             for flops in flops_values:
                 for nbytes in bytes_values:
-                    roof = R.binding_roof(flops, nbytes, peak, bw)
+                    roof = roofline.binding_roof(flops, nbytes, peak, bw)
                     roofs_seen.add(roof)
                     for dur in durs:
                         got = R.args_inline(head, tail, flops, nbytes, dur, peak, bw, roof)
@@ -419,7 +419,7 @@ def test_inline_roofline_equals_classify_on_a_sweep():
     assert bounds_seen == {"compute", "memory", "latency"}
     # a hand case: 2*4096^3 FLOPs in 200 µs on an H100 SXM (989.5 TFLOP/s bf16) = 687.2 TFLOP/s, 69.4 %
     got = R.args_inline(head, tail, 2 * 4096 ** 3, 6 * 4096 ** 2, 200.0, 989.5, 3350.0,
-                         R.binding_roof(2 * 4096 ** 3, 6 * 4096 ** 2, 989.5, 3350.0))
+                         roofline.binding_roof(2 * 4096 ** 3, 6 * 4096 ** 2, 989.5, 3350.0))
     assert got["roofline_bound"] == "compute" and round(got["achieved_flops_pct"], 1) == 69.4
 
 

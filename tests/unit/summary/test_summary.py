@@ -221,6 +221,25 @@ def test_totals_and_peaks_from_device():
         pytest.approx(20.0), "compute", pytest.approx(20.0), "latency")
 
 
+def test_headline_peak_is_the_one_each_kernel_is_measured_against():
+    """The headline's peak is looked up as augmenting looks up each kernel's (devices.peaks): a
+    kernel_dtype spelled "torch.float32" names float32's roof there too (it read "unknown" before).
+    One 100 µs GEMM of 3.35e9 FLOPs on an H100 SXM: 33.5 TFLOP/s, 50 % of the 67 TFLOP/s FP32
+    datasheet peak; "tf32" names the 494.5 TFLOP/s TF32 roof (989 with sparsity): 6.775 %."""
+    from inductor_perf.devices.table import lookup
+
+    def trace(dtype):
+        return {"traceEvents": [X("sm90_xmma_gemm", 0, 100, cat="kernel", pid=0, tid=7, kernel_flop=3_350_000_000,
+                                  kernel_matmul_flop=3_350_000_000, kernel_dtype=dtype)]}
+
+    h100 = lookup("NVIDIA H100 80GB HBM3")
+    s = summarize(trace("torch.float32"), device=h100)
+    assert (s.peak.dtype, s.peak.peak_tflops) == ("torch.float32", 67.0)
+    assert s.achieved_tflops == pytest.approx(33.5) and s.flops_pct_of_peak == pytest.approx(50.0)
+    t = summarize(trace("tf32"), device=h100)
+    assert t.peak.peak_tflops == 494.5 and t.flops_pct_of_peak == pytest.approx(100 * 33.5 / 494.5, abs=1e-3)
+
+
 def test_top_kernel_rows_and_ordering():
     s = summarize(augmented_cpu_trace())
     assert [r.name for r in s.top_kernels] == ["aten::mm", "graph_0_cpp_fused_a_0", "graph_0_cpp_fused_b_1"]

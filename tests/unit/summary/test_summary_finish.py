@@ -1,6 +1,6 @@
 """The streaming summary's finish and the idle attribution, against references outside the code
 under test: a digest's sums (``summary.stream.finish._achieved_sums``) against the per-kernel
-``achieved_pcts`` / ``roof_figures`` summed one kernel at a time (the arithmetic ``args_for`` writes
+``roofline.point.inline_pcts`` / ``roof_figures`` summed one kernel at a time (the arithmetic ``args_for`` writes
 into an augmented trace); the idle tables' shortcut for a gap outside every event of its thread
 (``_Attributor.outside``) against the general walk (``_Attributor.attribute``) and a hand-worked trace;
 the command's exit without teardown (``cli.run``)."""
@@ -17,8 +17,7 @@ from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
 
 from inductor_perf.summary import idle as summary_idle
 from inductor_perf.augment.args import roof_figures
-from inductor_perf.augment.stream.render import achieved_pcts, binding_roof
-from inductor_perf.roofline.point import INLINE_RANGE
+from inductor_perf.roofline.point import INLINE_RANGE, binding_roof, inline_pcts
 from inductor_perf.roofline.point import (
     DEFAULT_LATENCY_BYTES,
     DEFAULT_LATENCY_PCT,
@@ -34,7 +33,7 @@ def _one_by_one(durs, flops, nbytes, peak, bw, roof, inline):
     bounds: dict[str, float] = {}
     for dur in durs:
         if inline and INLINE_RANGE[0] <= dur <= INLINE_RANGE[1]:
-            fpct, bpct, bound = achieved_pcts(flops, nbytes, dur, peak, bw, roof)
+            fpct, bpct, bound = inline_pcts(flops, nbytes, dur, peak, bw, roof)
         else:
             fpct, bpct, bound = roof_figures(flops, nbytes, dur, peak, bw)
         time += dur

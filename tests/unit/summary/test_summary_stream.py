@@ -253,3 +253,25 @@ def test_recorded_device_window_and_placements_same_in_both_engines(tmp_path):
     placed = [r["placement"] for r in streamed["top_kernels"] if r["placement"]]
     assert placed and placed == [r["placement"] for r in full["top_kernels"] if r["placement"]]
     assert {p["memory_gbps"] for p in placed if p["level"] == "HBM"} == {a100.mem_bandwidth_gbs}
+
+
+def test_both_engines_hand_assemble_one_summary_parts(generated, monkeypatch):
+    """summary.core.assemble takes one explicit value, a SummaryParts, which both engines build: the
+    same parts of the same trace, field by field (coverage within float rounding: the streaming
+    engine sums the kernels in another order)."""
+    from inductor_perf.summary import core
+
+    got = []
+    real = core.assemble
+    monkeypatch.setattr(core, "assemble", lambda parts: got.append(parts) or real(parts))
+    _both(generated["kineto"])
+    full, streamed = got
+    assert type(full) is type(streamed) is core.SummaryParts
+    for field in ("counts", "graph_launches", "distributed", "dtype", "device", "top", "label", "device_note",
+                  "costs_note"):
+        assert getattr(full, field) == getattr(streamed, field), field
+    assert full.coverage.uncosted == streamed.coverage.uncosted
+    assert full.coverage.costed_pct == pytest.approx(streamed.coverage.costed_pct)
+    assert len(full.kernels.kernels) == len(streamed.kernels.kernels) > 0
+    assert full.window.busy == pytest.approx(streamed.window.busy)
+    assert full.idle is None and streamed.idle is None  # a small file: no helper computed them
