@@ -213,7 +213,7 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 def _cmd_summary_ranks(args: argparse.Namespace) -> int:
     """``summary DIR`` of several traces: one cross-rank view when they are the ranks of one job,
-    else a table of the runs and a view per set of ranks (:func:`.ranks.split_runs`)."""
+    else a table of the runs and a view per set of ranks (:func:`inductor_perf.ranks.view.split_runs`)."""
     from .ranks.files import folder_files
     from .report.ranks import format_folder
     from .summary.files import trace_files

@@ -331,7 +331,7 @@ class _Window:
 
     def open_step(self) -> None:
         """End the open ``ProfilerStep#N`` range (a whole step) and open the next: the summary's
-        per-step view and the cross-rank view (:mod:`.ranks`) read them."""
+        per-step view and the cross-rank view (:mod:`inductor_perf.ranks.view`) read them."""
         self.end_step()
         if self.collecting:
             self.step_range = torch.autograd.profiler.record_function(f"ProfilerStep#{self.steps}")
@@ -382,7 +382,7 @@ class _Window:
 
     def stop(self, note: str | None = None, *, align_to_calls: bool = False) -> CaptureResult | None:
         """Stop the profiler and write the window's files. ``align_to_calls``: the step boundaries were
-        marked inside compiled calls (the env-var session); see :func:`.capture_window.shape_window`."""
+        marked inside compiled calls (the env-var session); see :func:`inductor_perf.capture.window.shape_window`."""
         prof, self.prof = self.prof, None
         if prof is None:
             return None
@@ -427,7 +427,7 @@ class _Window:
             return self.result
 
     def _shaped(self, raw: str, align_to_calls: bool, partial: bool) -> tuple[dict, list[str]]:
-        """The raw trace made the window (:func:`.capture_window.shape_window`), and a note naming
+        """The raw trace made the window (:func:`inductor_perf.capture.window.shape_window`), and a note naming
         the threads that ran graphs but are not in it (also logged, once)."""
         from .window import marker_threads, shape_window, unrecorded_threads
         from ..traces.files import load_trace

@@ -411,7 +411,7 @@ def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
 
 
 def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None) -> str:
-    """Render a :class:`inductor_perf.summary.core.Summary` (or its ``to_dict()``) as text, markdown or JSON.
+    """Render a :class:`inductor_perf.summary.rows.Summary` (or its ``to_dict()``) as text, markdown or JSON.
 
     All three carry the same numbers: text and markdown show them in human units.
     """

@@ -8,7 +8,7 @@ in-memory summary (:func:`inductor_perf.summary.core.summarize`) and the streami
 
 Which events are collectives:
 
-- **device** (NCCL / RCCL): the kernels of kind ``collective`` (:mod:`.kernel_kinds`), sized by the
+- **device** (NCCL / RCCL): the kernels of kind ``collective`` (:mod:`inductor_perf.model.kernel_kinds`), sized by the
   ``comm_op`` / ``comm_bytes`` / ``group_size`` args costing wrote (:mod:`inductor_perf.costs.comm`);
 - **host** (gloo, CPU runs): without device collectives, the ``gloo:<collective>`` annotations that
   gloo records around each collective on its worker thread, sized from their ``Input Dims`` /
