@@ -53,7 +53,7 @@ def _ids() -> set[int]:
 
 
 def _matmul(graphs, backward: bool) -> int:
-    from inductor_perf.tags import evaluate
+    from inductor_perf.model.tags import evaluate
 
     return sum(evaluate(k.matmul_flops) for g in graphs if g.is_backward == backward for k in g.kernels)
 
@@ -82,7 +82,7 @@ def model_flops(name: str) -> dict:
 
 
 def case_bytes(fn, shapes) -> int:
-    from inductor_perf.tags import evaluate
+    from inductor_perf.model.tags import evaluate
 
     before = _ids()
     with torch.no_grad():

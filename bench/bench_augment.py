@@ -39,7 +39,8 @@ _WRAPPER = (
 
 _OURS = (
     "import json, resource, sys\n"
-    "from inductor_perf import augment, cli\n"
+    "from inductor_perf import cli\n"
+    "from inductor_perf.augment import core as augment\n"
     "runs, real = [], augment.augment_file\n"
     "def kept(*a, **k):\n"  # the CLI imports augment_file when it runs: it gets this one
     "    runs.append(real(*a, **k))\n"

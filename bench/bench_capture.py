@@ -13,7 +13,7 @@ outside the timed region):
   inductor_perf                  backend="inductor_perf" inside the same plain torch.profiler window
   inductor_perf+profile()        (--our-window; default on cuda) backend="inductor_perf" inside
                                  inductor_perf.profile(): our capture as users run it. The env-var
-                                 capture opens the same window (capture._Window), so this covers it too.
+                                 capture opens the same window (capture.session._Window), so this covers it too.
                                  Its after-the-window processing runs each round, outside the timing.
 
 --device cuda: the Block at models.CUDA_BLOCK_DIMS on the GPU instead of the small CPU MLP, CPU + CUDA
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from torch.profiler import profile
 
-    from inductor_perf.capture import process_trace
+    from inductor_perf.capture.session import process_trace
 
     with tempfile.TemporaryDirectory() as d:
         with profile(activities=activities(args.device), record_shapes=True) as p:

@@ -15,8 +15,8 @@ import statistics
 import sys
 import time
 
-from inductor_perf.markers import wrap_callable
-from inductor_perf.tags import GraphTags
+from inductor_perf.tagging.instrument import wrap_callable
+from inductor_perf.model.tags import GraphTags
 
 
 def noop(inputs):

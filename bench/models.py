@@ -145,7 +145,7 @@ def tagging_status() -> dict[str, Any]:
 
 def tagged_counts() -> dict[str, int]:
     """Graphs and kernels the backend tagged in this process so far (0 and 0: nothing of ours ran)."""
-    from inductor_perf.tags import REGISTRY
+    from inductor_perf.model.tags import REGISTRY
 
     graphs = REGISTRY.graphs()
     return {"graphs": len(graphs), "kernels": sum(len(g.kernels) for g in graphs)}

@@ -22,8 +22,8 @@ import os
 import tempfile
 import time
 
-from inductor_perf.ranks_files import cross_rank_files
-from inductor_perf.summary_files import summarize_file, trace_files
+from inductor_perf.ranks.files import cross_rank_files
+from inductor_perf.summary.files import summarize_file, trace_files
 
 
 def make_trace(rank: int, ranks: int, n: int) -> dict:

@@ -15,35 +15,35 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS = {
     "inductor_perf_backend": "backend",
-    "KernelTag": "tags",
-    "NodeInfo": "tags",
-    "GraphTags": "tags",
-    "kernel_table": "tags",
-    "graph_table": "tags",
-    "profile": "capture",
-    "CaptureResult": "capture",
+    "KernelTag": "model.tags",
+    "NodeInfo": "model.tags",
+    "GraphTags": "model.tags",
+    "kernel_table": "model.tags",
+    "graph_table": "model.tags",
+    "profile": "capture.session",
+    "CaptureResult": "capture.session",
     "InductorPerfError": "errors",
     "OptionsError": "errors",
     "UnsupportedTorchError": "errors",
     "TraceFormatError": "errors",
     "DeviceSpecError": "errors",
-    "DeviceSpec": "devices",
-    "lookup_device": "devices",
-    "resolve_device": "devices",
-    "compare": "comparison",
-    "Comparison": "comparison",
-    "diff_traces": "comparison",
+    "DeviceSpec": "devices.spec",
+    "lookup_device": "devices.resolve",
+    "resolve_device": "devices.resolve",
+    "compare": "comparison.runner",
+    "Comparison": "comparison.rows",
+    "diff_traces": "comparison.runner",
 }
 
 __all__ = ["__version__", *_EXPORTS]
 
 if TYPE_CHECKING:  # pragma: no cover
     from .backend import inductor_perf_backend
-    from .capture import CaptureResult, profile
-    from .devices import DeviceSpec, lookup_device, resolve_device
+    from .capture.session import CaptureResult, profile
+    from .devices.resolve import DeviceSpec, lookup_device, resolve_device
     from .errors import (DeviceSpecError, InductorPerfError, OptionsError, TraceFormatError,
                          UnsupportedTorchError)
-    from .tags import GraphTags, KernelTag, NodeInfo, graph_table, kernel_table
+    from .model.tags import GraphTags, KernelTag, NodeInfo, graph_table, kernel_table
 
 
 def __getattr__(name: str) -> Any:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import logging
 import os
 import sys
@@ -33,7 +34,7 @@ def _add_devices(sub: argparse._SubParsersAction) -> None:
 def _cmd_devices(args: argparse.Namespace) -> int:
     import json
 
-    from . import devices
+    from .devices import resolve as devices
 
     if args.current:
         import torch
@@ -92,7 +93,7 @@ def _round_floats(obj: object, digits: int = 6) -> object:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from . import calibrate, devices
+    from .devices import calibrate, resolve as devices
 
     m = calibrate.calibrate(args.device, args.seconds)
     path = calibrate.save(m)
@@ -108,6 +109,9 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 # --- augment / summary / diff (offline traces) ---------------------------------------------------
 def _add_offline(sub: argparse._SubParsersAction) -> None:
+    from .traces.engines import ENGINES, LARGE_TRACE_BYTES
+
+    large = f"{LARGE_TRACE_BYTES / 1e6:.0f} MB"
     p = sub.add_parser("augment", help="add FLOPs, bytes, achieved %% and roofline args to a trace's kernel events")
     p.add_argument("trace", help="input trace (.json or .json.gz)")
     p.add_argument("-o", "--output", help="output path (default: <input stem>.augmented.json[.gz])")
@@ -115,9 +119,9 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("summary", help="utilization summary of a trace, or of every trace in a directory")
     p.add_argument("trace", help="trace file or directory")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--engine", choices=("auto", "full", "stream"), default="auto",
+    p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="stream: one pass in bounded memory (GPU traces); full: load the whole trace; "
-                        "auto (default): stream files of 50 MB of JSON or more")
+                        f"auto (default): stream files of {large} of JSON or more")
     p.add_argument("--per-rank", action="store_true",
                    help="a directory of several traces: each one's own summary instead of the cross-rank view")
     p.set_defaults(func=_cmd_summary)
@@ -131,15 +135,15 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("b")
     p.add_argument("--by", choices=("module", "line", "op", "kernel"), default="module")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
-    p.add_argument("--engine", choices=("auto", "full", "stream"), default="auto",
+    p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="stream: read each trace in windows, two large ones at once (two processes); "
                         "full: load each trace whole, one after the other; auto (default): stream files "
-                        "of 50 MB of JSON or more")
+                        f"of {large} of JSON or more")
     p.set_defaults(func=_cmd_diff)
 
 
 def _cmd_augment(args: argparse.Namespace) -> int:
-    from .augment import augment_file, default_output_path
+    from .augment.core import augment_file, default_output_path
 
     out = args.output or default_output_path(args.trace)
     stats = augment_file(args.trace, out, progress=True)
@@ -148,14 +152,14 @@ def _cmd_augment(args: argparse.Namespace) -> int:
 
 
 class _Ticker:
-    """Refreshes augment's stage line (:class:`fastpath.Progress`: stderr, terminal only, after 2 s)
+    """Refreshes augment's stage line (:class:`augment.stream.progress.Progress`: stderr, terminal only, after 2 s)
     twice a second from a thread, for commands whose long steps report no fraction (summary, diff);
     the line is cleared at the end."""
 
     EVERY = 0.5
 
     def __init__(self) -> None:
-        from .fastpath import Progress
+        from .augment.stream.progress import Progress
 
         self.stage = ""
         self.show = Progress(True)
@@ -187,18 +191,18 @@ class _Ticker:
 def _cmd_summary(args: argparse.Namespace) -> int:
     import json
 
-    from .report import format_summary
-    from .summary_files import summarize_path, trace_files
+    from .report.text import format_summary
+    from .summary.files import summarize_path, trace_files
+    from .summary.stream.engine import left_to_exit
 
     single = len(trace_files(args.trace)) == 1
     if not single and not args.per_rank:
         return _cmd_summary_ranks(args)
-    if single and _ENDS_WITH_COMMAND:
-        from . import trace_format
-
-        trace_format.LEFT_TO_EXIT = []  # one trace, then the process ends: its state is left to that
-    with _Ticker() as tick:
+    # one trace, then the process ends: its state is left to that
+    keep = left_to_exit() if single and _ENDS_WITH_COMMAND else contextlib.nullcontext([])
+    with _Ticker() as tick, keep as kept:
         summaries = [ct.summary for ct in summarize_path(args.trace, stage=tick.set, engine=args.engine)]
+    _LEFT_TO_EXIT.extend(kept)
     if args.format == "json":
         docs = [s.to_dict() for s in summaries]
         print(json.dumps(docs[0] if single else docs, indent=2, allow_nan=False, sort_keys=True))
@@ -209,10 +213,10 @@ def _cmd_summary(args: argparse.Namespace) -> int:
 
 def _cmd_summary_ranks(args: argparse.Namespace) -> int:
     """``summary DIR`` of several traces: one cross-rank view when they are the ranks of one job,
-    else a table of the runs and a view per set of ranks (:func:`.ranks.split_runs`)."""
-    from .ranks_files import folder_files
-    from .report_ranks import format_folder
-    from .summary_files import trace_files
+    else a table of the runs and a view per set of ranks (:func:`inductor_perf.ranks.view.split_runs`)."""
+    from .ranks.files import folder_files
+    from .report.ranks import format_folder
+    from .summary.files import trace_files
 
     with _Ticker() as tick:
         view = folder_files(args.trace, trace_files(args.trace), stage=tick.set)
@@ -221,7 +225,7 @@ def _cmd_summary_ranks(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from .report_html import default_report_path, write_report
+    from .report.html import default_report_path, write_report
 
     out = args.output or default_report_path(args.trace)
     with _Ticker() as tick:
@@ -233,7 +237,7 @@ def _cmd_report(args: argparse.Namespace) -> int:
 def _cmd_diff(args: argparse.Namespace) -> int:
     import os
 
-    from .comparison import diff_files
+    from .comparison.runner import diff_files
 
     with _Ticker() as tick:
         tick.stage = f"comparing {os.path.basename(args.a)} and {os.path.basename(args.b)}"
@@ -256,7 +260,7 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
-    from .comparison import compare_file
+    from .comparison.runner import compare_file
 
     # Compiling dominates the first run (tens of seconds on a small CPU): say what is happening.
     print(f"inductor-perf: profiling eager and compiled runs of {args.file} "
@@ -311,20 +315,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 _ENDS_WITH_COMMAND = False
 """Set by :func:`run`: this process ends as soon as its command returns."""
+_LEFT_TO_EXIT: list[Any] = []
+"""What a command left to the process's end (:func:`inductor_perf.summary.stream.engine.left_to_exit`):
+when not empty, :func:`run` ends the process without the interpreter's teardown."""
 
 
 def run() -> None:
     """The ``inductor-perf`` command: :func:`main`, and the process's exit. A summary of one large
-    trace leaves its state to the process's end (:func:`~inductor_perf.trace_format.leave_to_exit`):
-    then, once the output is flushed and the exit handlers have run, the process ends without the
-    interpreter's teardown, and the OS takes that memory back whole, where freeing it object by
-    object cost 0.1-0.2 s on a 1M-event trace. Any other command exits as usual."""
-    from . import trace_format
-
+    trace leaves its state to the process's end
+    (:func:`inductor_perf.summary.stream.engine.leave_to_exit`): then, once the output is flushed and
+    the exit handlers have run, the process ends without the interpreter's teardown, and the OS takes
+    that memory back whole, where freeing it object by object cost 0.1-0.2 s on a 1M-event trace. Any
+    other command exits as usual."""
     global _ENDS_WITH_COMMAND
     _ENDS_WITH_COMMAND = True
     code = main()
-    if not trace_format.LEFT_TO_EXIT:
+    if not _LEFT_TO_EXIT:
         sys.exit(code)
     try:
         sys.stdout.flush()

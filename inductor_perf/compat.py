@@ -12,7 +12,7 @@ the shape we use (:func:`backend_support`):
 
 Per-release differences belong here too, each behind a function named for what it adapts, so the
 rest of the package never reads ``torch.__version__``. (None is needed for 2.11 - 2.15: the one
-difference met, torch 2.15's flop_registry formula for CPU flash attention, is handled by costs.py
+difference met, torch 2.15's flop_registry formula for CPU flash attention, is handled by tagging/node_costs.py
 asking flop_registry before its own formulas.)
 tests/integration/test_internals.py runs every check against the installed torch.
 """
@@ -193,30 +193,30 @@ def _check_cache_dir() -> None:
 
 INTERNALS: tuple[Internal, ...] = (
     Internal("torch._inductor.debug.set_kernel_post_grad_provenance_tracing",
-             "tagging.collecting: sees every kernel call site at codegen time", _check_provenance_hook),
+             "tagging.collector.collecting: sees every kernel call site at codegen time", _check_provenance_hook),
     Internal("torch._inductor.codegen.wrapper.PythonWrapperCodegen.generate_scatter_fallback/"
-             "generate_index_put_fallback", "tagging.SILENT_EXTERNS, wrapped by tagging._Hooks", _check_silent_externs),
+             "generate_index_put_fallback", "tagging.collector.SILENT_EXTERNS, wrapped by its _Hooks", _check_silent_externs),
     Internal("torch._inductor.codegen.cpp.set_kernel_post_grad_provenance_tracing",
-             "tagging.HOOK_MODULES: the C++ backend holds the hook by name", _check_cpp_codegen_hook),
+             "tagging.collector.HOOK_MODULES: the C++ backend holds the hook by name", _check_cpp_codegen_hook),
     Internal("torch._inductor.output_code.CompiledFxGraph.current_callable/_fx_graph_cache_key",
-             "markers.instrument and the tag store beside the FX graph cache", _check_compiled_fx_graph),
+             "tagging.instrument.instrument and the tag store beside the FX graph cache", _check_compiled_fx_graph),
     Internal("torch._inductor.compile_fx.compile_fx(inner_compile=, config_patches=)",
-             "backend: our inner compile and its graph_id/is_backward keywords", _check_compile_fx),
+             "tagging.compiler: our inner compile and its graph_id/is_backward keywords", _check_compile_fx),
     Internal("torch._inductor.codegen.common.KernelArgs",
-             "kernel_io.kernel_args_bytes: the buffers a generated kernel reads and writes",
+             "tagging.kernel_io.kernel_args_bytes: the buffers a generated kernel reads and writes",
              _check_kernel_args),
     Internal("torch._inductor.graph.GraphLowering.get_numel/get_dtype/get_output_names",
-             "kernel_io: buffer sizes of generated kernels", _check_graph_lowering),
+             "tagging.kernel_io: buffer sizes of generated kernels", _check_graph_lowering),
     Internal("torch._functorch.config.enable_autograd_cache",
-             "backend: an AOTAutograd cache hit would skip our inner compile", _check_autograd_cache_switch),
+             "tagging.compiler: an AOTAutograd cache hit would skip our inner compile", _check_autograd_cache_switch),
     Internal("torch._inductor.custom_graph_pass.CustomGraphPass",
-             "backend._namespace_pass: our own FX graph cache namespace", _check_custom_graph_pass),
+             "tagging.compiler._namespace_pass: our own FX graph cache namespace", _check_custom_graph_pass),
     Internal("torch._inductor.config.cpp.enable_kernel_profile",
-             "backend: CPU kernels named in profiler traces", _check_kernel_profile_switch),
+             "tagging.compiler: CPU kernels named in profiler traces", _check_kernel_profile_switch),
     Internal("torch._C._profiler._RecordFunctionFast",
-             "markers: per-call profiler ranges", _check_fast_record_function),
+             "tagging.instrument: per-call profiler ranges", _check_fast_record_function),
     Internal("torch._inductor.runtime.cache_dir_utils.cache_dir",
-             "backend: where tags are stored", _check_cache_dir),
+             "tagging.store: where tags are stored", _check_cache_dir),
 )
 
 
@@ -266,7 +266,7 @@ def backend_support() -> BackendSupport:
 def current_frame_compile() -> tuple[int, str] | None:
     """(Dynamo frame id, compile id text) of the compile in progress, or None when this torch does
     not say. A recompile of a frame keeps its frame id and gets a new compile id; a graph break
-    continues in a new frame. Capture counts steps by frame (see capture_auto.AutoCapture)."""
+    continues in a new frame. Capture counts steps by frame (see capture.auto.AutoCapture)."""
     try:
         from torch._guards import CompileContext
 

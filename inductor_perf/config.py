@@ -12,12 +12,12 @@ import os
 TRACE_DIR = "INDUCTOR_PERF_TRACE_DIR"
 # Steps to skip before the profiling window opens (compile and warm-up; the profiler starts in the
 # last of them, which it traces and we drop); a step is one call of the root compiled frame,
-# whichever of its compiled variants runs (capture_auto.AutoCapture).
+# whichever of its compiled variants runs (capture.auto.AutoCapture).
 SKIP_STEPS = "INDUCTOR_PERF_SKIP"
 # Steps to record once the window is open.
 RECORD_STEPS = "INDUCTOR_PERF_STEPS"
 # Seconds rank 0 waits, after its own capture, for every rank's trace before it writes the
-# cross-rank summary with what it has (capture_ranks; default 60).
+# cross-rank summary with what it has (ranks.after_capture; default 60).
 RANKS_WAIT_S = "INDUCTOR_PERF_RANKS_WAIT_S"
 # JSON or TOML file of device rows that override or extend the built-in device table.
 DEVICE_FILE = "INDUCTOR_PERF_DEVICE_FILE"

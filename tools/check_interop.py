@@ -508,7 +508,7 @@ def make_traces(out_dir: str, steps: int = 2, warmup: int = 3) -> dict:
     import torch
     import torch.nn.functional as F
 
-    from inductor_perf.capture import process_trace
+    from inductor_perf.capture.session import process_trace
 
     spec = importlib.util.spec_from_file_location("inductor_perf_demo", os.path.join(REPO, "examples", "demo.py"))
     assert spec is not None and spec.loader is not None

@@ -72,7 +72,7 @@ torch.cuda.cudart().cudaProfilerStart()
 zm.step(case, compiled, x, autocast)
 torch.cuda.synchronize()
 torch.cuda.cudart().cudaProfilerStop()
-from inductor_perf.tags import evaluate
+from inductor_perf.model.tags import evaluate
 rows = []
 for g in inductor_perf.graph_table():
     for k in g.kernels:

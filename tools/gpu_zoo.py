@@ -64,7 +64,7 @@ for i in range(8):
 torch.cuda.synchronize()
 wall = time.perf_counter() - t0
 
-from inductor_perf.tags import evaluate
+from inductor_perf.model.tags import evaluate
 graphs = inductor_perf.graph_table()
 res = {"case": case, "torch": torch.__version__, "device": torch.cuda.get_device_name(),
        "graphs": len(graphs), "tagged_graphs": sum(g.tagged for g in graphs),

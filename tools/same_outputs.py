@@ -8,6 +8,9 @@ the full load and by the streaming path; the CPU fixtures and the real traces in
 (full load); the GPU captures in tests/fixtures/gpu, whose join is redone from their tags. For each
 it writes the augmented trace and the JSON summary. Refactors that promise "same outputs" are
 checked with ``--compare``: it lists every file that differs (``cmp``), and exits 1 if any does.
+The inputs are this script's checkout's; the code is the ``inductor_perf`` that PYTHONPATH finds, of
+either layout (stage subpackages, or the flat modules before them), so one copy of the script can
+measure two checkouts: ``PYTHONPATH=/other/checkout python tools/same_outputs.py OUTDIR``.
 """
 
 from __future__ import annotations
@@ -38,35 +41,51 @@ def _bench_traces(work: Path, events: int) -> list[Path]:
     return out
 
 
-def _summary(trace_path: Path, dst: Path) -> None:
-    from inductor_perf.report import format_summary
-    from inductor_perf.summary import summarize
-    from inductor_perf.trace_format import load_trace
+# Where each function lives: the stage subpackages, else the flat modules of the layout before them
+# (68e4f53 and earlier), so that this script can run against either checkout (PYTHONPATH picks it).
+_HOMES = {
+    "format_summary": ("inductor_perf.report.text", "inductor_perf.report"),
+    "summarize": ("inductor_perf.summary.core", "inductor_perf.summary"),
+    "load_trace": ("inductor_perf.traces.files", "inductor_perf.trace_format"),
+    "save_trace": ("inductor_perf.traces.files", "inductor_perf.trace_format"),
+    "augment_trace": ("inductor_perf.augment.core", "inductor_perf.augment"),
+    "augment_file": ("inductor_perf.augment.core", "inductor_perf.augment"),
+    "lookup_device": ("inductor_perf.devices.resolve", "inductor_perf.devices"),
+    "GraphTags": ("inductor_perf.model.tags", "inductor_perf.tags"),
+    "costs_from_tags": ("inductor_perf.costs.from_tags", "inductor_perf.tag_join"),
+}
 
-    dst.write_text(format_summary(summarize(load_trace(str(trace_path))), "json"))
+
+def _api(name: str):
+    """The function (or class) ``name`` of the inductor_perf on the path, whichever layout it has."""
+    import importlib
+
+    new, old = _HOMES[name]
+    try:
+        module = importlib.import_module(new)
+    except ModuleNotFoundError as e:
+        if not (e.name and new.startswith(e.name)):  # a dependency missing, not the layout
+            raise
+        module = importlib.import_module(old)
+    return getattr(module, name)
+
+
+def _summary(trace_path: Path, dst: Path) -> None:
+    summary = _api("summarize")(_api("load_trace")(str(trace_path)))
+    dst.write_text(_api("format_summary")(summary, "json"))
 
 
 def _gpu_rejoin(case: Path, dst: Path) -> None:
-    from inductor_perf import trace_format as tf
-    from inductor_perf.augment import augment_trace
-    from inductor_perf.devices import lookup_device
-    from inductor_perf.tags import GraphTags
-    try:
-        from inductor_perf.tag_join import costs_from_tags
-    except ImportError:
-        from inductor_perf.join import costs_from_tags
-
-    trace = tf.load_trace(str(case))
+    trace = _api("load_trace")(str(case))
     with gzip.open(str(case).replace(".trace.", ".tags."), "rt") as f:
-        graphs = {g["instance_id"]: GraphTags.from_dict(g) for g in json.load(f)}
-    costs, _ = costs_from_tags(trace, graphs.get)
-    new, _ = augment_trace(trace, costs, lookup_device("NVIDIA H100 80GB HBM3"))
-    tf.save_trace(new, str(dst), inputs=[str(case)])
+        graphs = {g["instance_id"]: _api("GraphTags").from_dict(g) for g in json.load(f)}
+    costs, _ = _api("costs_from_tags")(trace, graphs.get)
+    new, _ = _api("augment_trace")(trace, costs, _api("lookup_device")("NVIDIA H100 80GB HBM3"))
+    _api("save_trace")(new, str(dst), inputs=[str(case)])
 
 
 def make(outdir: Path, events: int) -> None:
-    from inductor_perf.augment import augment_file
-
+    augment_file = _api("augment_file")
     outdir.mkdir(parents=True, exist_ok=True)
     work = outdir / "inputs"
     work.mkdir(exist_ok=True)

@@ -24,19 +24,19 @@ FULL=(2.11.0 2.15.0)
 # covers them once.
 CORE=(
   tests/unit/test_compat.py
-  tests/unit/test_op_meta.py
-  tests/unit/test_op_costs.py
-  tests/unit/test_devices.py
-  tests/unit/test_tags.py
-  tests/unit/test_calibrate.py
+  tests/unit/costs/test_op_meta.py
+  tests/unit/costs/test_op_costs.py
+  tests/unit/devices/test_devices.py
+  tests/unit/tagging/test_tags.py
+  tests/unit/devices/test_calibrate.py
   tests/unit/test_lean_import.py
-  tests/unit/test_fuzz_trace.py
-  tests/unit/test_augment.py
-  tests/unit/test_diff.py
-  tests/unit/test_fast_path.py::test_cold_cache_costs_the_same_in_both_engines
-  tests/unit/test_fast_path.py::test_fast_path_never_imports_torch
-  tests/unit/test_fast_path.py::test_worker_forked_while_another_thread_runs
-  tests/unit/test_fast_path.py::test_worker_loads_no_module
+  tests/unit/augment/test_fuzz_trace.py
+  tests/unit/augment/test_augment.py
+  tests/unit/comparison/test_diff.py
+  tests/unit/augment/test_fast_path.py::test_cold_cache_costs_the_same_in_both_engines
+  tests/unit/augment/test_fast_path.py::test_fast_path_never_imports_torch
+  tests/unit/augment/test_fast_path.py::test_worker_forked_while_another_thread_runs
+  tests/unit/augment/test_fast_path.py::test_worker_loads_no_module
   tests/integration/test_internals.py
   tests/integration/test_torch_future.py
   tests/integration/test_backend.py

@@ -24,9 +24,9 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from inductor_perf import events as evs  # noqa: E402
-from inductor_perf.augment import augment_file  # noqa: E402
-from inductor_perf.trace_format import load_trace  # noqa: E402
+from inductor_perf.model import events as evs# noqa: E402
+from inductor_perf.augment.core import augment_file  # noqa: E402
+from inductor_perf.traces.files import load_trace  # noqa: E402
 
 
 def _is_collective(ev: dict) -> bool:

@@ -10,7 +10,7 @@ kernels count one by one). Each unit gets
   ``autograd::engine::evaluate_function`` events of the backward pass, and every op of the autograd
   engine's own thread, where torch runs the backward beside a device);
 - a module: the innermost ``## inductor_perf module=<fqn> ##`` range around an eager op
-  (:mod:`inductor_perf.eager`); for an eager backward op, the module of the forward op with the same
+  (:mod:`inductor_perf.comparison.eager`); for an eager backward op, the module of the forward op with the same
   autograd ``Sequence number`` (on whichever thread it ran); for a compiled kernel, its ``module_path``
   arg (augmented traces: on the host event, or on the device events it launched);
 - a source line (compiled kernels only: eager traces carry none);
@@ -34,16 +34,7 @@ exactly, and "(unattributed)" is never negative.
 
 Stages: ``units`` (a trace cut into units), ``kernels`` (kernels, whose they are, the time units
 cover), ``rows`` (two traces' units joined into rows; the fusion map), ``sides`` (a file reduced to
-aggregated units, streamed when large), ``runner`` (running the model, the entry points). Text,
-markdown and JSON rendering is in :mod:`inductor_perf.report`.
+aggregated units, streamed when large), ``runner`` (running the model, the entry points: ``compare``,
+``compare_file``, ``diff_files``, ``diff_traces``), ``eager`` (the module, phase and step ranges of eager runs). Text, markdown and
+JSON rendering is in :mod:`inductor_perf.report.text`.
 """
-
-from ..report import UNATTRIBUTED
-from .rows import Comparison, compare_units
-from .runner import compare, compare_file, diff_files, diff_traces, load_model_file
-from .units import GRAD_ACCUM, OUTSIDE_MODEL, RUNTIME, trace_units
-
-__all__ = [
-    "GRAD_ACCUM", "OUTSIDE_MODEL", "RUNTIME", "UNATTRIBUTED", "Comparison", "compare", "compare_file",
-    "compare_units", "diff_files", "diff_traces", "load_model_file", "trace_units",
-]

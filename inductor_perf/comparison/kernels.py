@@ -3,7 +3,7 @@ keeps (:class:`SideEvents`: host events, device events, launches; the autograd e
 which events are its kernels, which unit each kernel belongs to, and how much of the steps the units
 (or kernels) cover.
 
-- **Kernels** are what the summary counts as kernels (:func:`inductor_perf.summary_kernels.select_kernels`):
+- **Kernels** are what the summary counts as kernels (:func:`inductor_perf.summary.kernels.select_kernels`):
   the device events when the trace has any (kernels, memcpy, memset: ``gpu-kernels``), else the CPU
   kernels of compiled graphs (``cpu-compiled-kernels``), else the outermost aten ops
   (``cpu-eager-aten``). ``diff --by kernel`` keys its rows by them, never by CPU ops.
@@ -11,7 +11,7 @@ which events are its kernels, which unit each kernel belongs to, and how much of
   names the runtime call that launched it by ``correlation``, and that call sits on a CPU thread inside
   the unit that launched it (:class:`Places` finds the unit at a place on a thread); when the trace
   lacks that call, the op whose ``External id`` the device event carries is the place (as the cost
-  join's :class:`~inductor_perf.launch_join.LaunchIndex` does). A launch on a counted thread outside
+  join's :class:`~inductor_perf.costs.launch.LaunchIndex` does). A launch on a counted thread outside
   any unit (a CUDA graph replayed in a compiled graph's marker, an optimizer's kernels launched from
   its annotation) makes a kernel of the phase there.
 - **Covered time**: units and kernels are clipped to the steps (a range the step marks cut in two
@@ -30,15 +30,14 @@ import bisect
 from collections import defaultdict
 from typing import Any, Generic, Iterable, Mapping, Sequence, TypeVar
 
-from .. import events as evs
-from ..launch_join import _k
+from ..costs.launch import id_key
+from ..model import events as evs
 
 HOST_EVENT, DEVICE_EVENT, LAUNCH_EVENT, OTHER_EVENT = 1, 2, 3, 0
 """What a comparison side keeps of an event, by its category (:func:`category_kind`)."""
 _HOST_CATS = evs.CPU_SCOPE_CATS | {"python_function"}
 """The categories units are cut from: ops and our ranges, plus Python frames, which are transparent
 (their ops still count) but must nest like the rest."""
-_RUNTIME_CATS = evs.RUNTIME_CATS  # the cost join's (ROCm's hip calls are "cuda_runtime" too)
 DEVICE_ARGS = ("correlation", "External id", evs.MODULE_PATH, evs.SOURCE, evs.EAGER_OPS, evs.KERNEL_FLOP,
                evs.ACHIEVED_FLOPS_PCT)
 """The only args of a device event a side reads: its launch, and what augmenting wrote on it."""
@@ -62,28 +61,28 @@ def category_kind(cat: str) -> int:
         return HOST_EVENT
     if c in evs.DEVICE_CATS:
         return DEVICE_EVENT
-    return LAUNCH_EVENT if c in _RUNTIME_CATS else OTHER_EVENT
+    return LAUNCH_EVENT if c in evs.RUNTIME_CATS else OTHER_EVENT
 
 
 def correlation_key(corr: Any) -> Any:
-    """The key a launch and its device events are matched on (the cost join's, ``launch_join._k``)."""
-    return _k(corr)
+    """The key a launch and its device events are matched on (the cost join's, ``costs.launch.id_key``)."""
+    return id_key(corr)
 
 
 def cpu_kernels(threads: dict[tuple[Any, Any], list[tuple[dict, float, float]]]
                 ) -> list[tuple[tuple[Any, Any], dict, float, float]]:
     """The CPU kernels among the host events of ``threads`` ((pid, tid) -> (event, ts, dur)), as the
-    summary chooses them (:func:`inductor_perf.summary_kernels.select_kernels` of a trace without
+    summary chooses them (:func:`inductor_perf.summary.kernels.select_kernels` of a trace without
     device events): ``(thread, event, ts, dur)`` each, the event's args as the summary reads them (an
     outermost eager op with the summed costs of the costed ops inside it)."""
-    from ..summary_kernels import _Ev, select_kernels
+    from ..summary.kernels import ParsedEvent, select_kernels
 
-    parsed: list[_Ev] = []
+    parsed: list[ParsedEvent] = []
     source: dict[int, tuple[tuple[Any, Any], dict]] = {}
     for key, items in threads.items():
         for ev, ts, dur in items:
             if dur > 0:  # the summary's reading: an event without a duration is no kernel
-                e = _Ev(ev["name"], ev.get("cat") or "", key[0], key[1], ts, dur, evs.event_args(ev))
+                e = ParsedEvent(ev["name"], ev.get("cat") or "", key[0], key[1], ts, dur, evs.event_args(ev))
                 source[id(e)] = (key, ev)
                 parsed.append(e)
     # a kernel's args as the summary reads them: an eager op carries the costs of the ops inside it
@@ -189,7 +188,7 @@ against (that side writes no achieved % per event: :func:`kernel_cost` computes 
 
 def kernel_cost(args: dict, dur: float) -> tuple[float | None, float | None]:
     """(``kernel_flop``, ``achieved_flops_pct``) of an event of ``args`` and ``dur``: the args', or
-    the achieved % from :data:`PEAK_ARG` with :func:`roofline.classify`'s arithmetic (so a streamed
+    the achieved % from :data:`PEAK_ARG` with :func:`roofline.point.classify`'s arithmetic (so a streamed
     side gives what augmenting writes).
 
     >>> kernel_cost({"kernel_flop": 2e9, PEAK_ARG: 100.0}, 40.0)
@@ -233,7 +232,7 @@ def ops_by_external_id(ops: Iterable[tuple[Any, Any, Any, float]]) -> dict[Any, 
     out: dict[Any, tuple[Any, Any, float]] = {}
     dup: set[Any] = set()
     for ext, pid, tid, ts in ops:
-        k = _k(ext)
+        k = id_key(ext)
         if k in out or k in dup:
             dup.add(k)
             out.pop(k, None)

@@ -2,7 +2,7 @@
 
 :func:`compare_units` groups each side's units by module, source line, eager op group or kernel
 name within each phase, and joins the two sides; :class:`Comparison` holds the result. Rendering it
-as text or markdown is :mod:`inductor_perf.report`'s job.
+as text or markdown is :mod:`inductor_perf.report.text`'s job.
 """
 
 from __future__ import annotations
@@ -11,10 +11,11 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from .. import events as evs
 from ..errors import InductorPerfError
-from ..report import format_comparison
-from .units import NO_KEY, OTHER_PHASE, SPECIAL_KEYS, VIEW_OPS, TraceUnits, Unit
+from ..model import events as evs
+from ..report.text import format_comparison
+from ..model.events import NO_KEY, SPECIAL_KEYS
+from .units import OTHER_PHASE, VIEW_OPS, TraceUnits, Unit
 
 BY = ("module", "line", "op", "kernel")
 
@@ -122,7 +123,7 @@ def _key_fn(by: str, sides: Sequence[TraceUnits]) -> Callable[[Unit], str]:
     if by == "module":
         return lambda u: u.module if u.module is not None else NO_KEY
     if by == "line":
-        return lambda u: u.source or (u.module if u.module in SPECIAL_KEYS else "(no source info)")
+        return lambda u: u.source or (u.module if u.module in SPECIAL_KEYS else evs.NO_SOURCE_INFO)
     if by == "kernel":
         return lambda u: u.name
     if by == "op":
@@ -137,7 +138,7 @@ def _fusion_entry(u: Unit) -> str:
     else:
         text = f"{', '.join(sorted(set(ops)))} → {u.name}"
     if u.also_modules:
-        text += f" (also nodes of {', '.join(m or '(root module)' for m in u.also_modules)})"
+        text += f" (also nodes of {', '.join(m or evs.ROOT_MODULE for m in u.also_modules)})"
     return text
 
 
@@ -187,7 +188,7 @@ class SideTotals:
 @dataclass
 class Comparison:
     """Eager vs compiled (or trace A vs trace B), row by row. ``to_text`` / ``to_markdown`` /
-    ``to_json`` render it (through :func:`inductor_perf.report.format_comparison`); ``to_dict`` is
+    ``to_json`` render it (through :func:`inductor_perf.report.text.format_comparison`); ``to_dict`` is
     strict-JSON-safe."""
 
     by: str
@@ -279,7 +280,7 @@ def _resolve_by(a: TraceUnits, b: TraceUnits, by: str, labels: tuple[str, str], 
                 n_inf, n_all = _infer_sources(s, other)
                 notes.append(f"{lbl} has no source lines of its own: {n_inf} of {n_all} of its ops in modules "
                              f"got the line of a compiled FX node of the same module and op; the rest "
-                             "is in '(no source info)'")
+                             f"is in '{evs.NO_SOURCE_INFO}'")
     if by == "kernel" and not (a.compiled and b.compiled):
         notes.append("by kernel name only lines up two compiled runs of the same code")
     return by

@@ -14,14 +14,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from .. import trace_format as tf
 from ..errors import InductorPerfError
-from ..event_cost import EventCost
-from ..report import UNATTRIBUTED
-from ..summary_steps import median
-from ..tags import aten_op_name
+from ..model import events as evs
+from ..model.event_cost import EventCost
+from ..model.tags import aten_op_name
+from ..summary.steps import median
+from ..traces import files as tf
+from ..traces.engines import check_engine
 from .rows import Comparison, compare_units
-from .sides import ENGINES, costed_units, two_sides
+from .sides import costed_units, two_sides
 from .units import VIEW_OPS, trace_units
 
 log = logging.getLogger(__name__)
@@ -49,13 +50,13 @@ def diff_files(path_a: str | os.PathLike, path_b: str | os.PathLike, *, by: str 
     float rounding), built from each file's aggregated units (:mod:`.sides`: two large files are
     read at once, the second by a worker process, each in windows). ``engine``: ``"full"`` loads
     each trace whole, one after the other, and cuts it as :func:`diff_traces` does; ``"stream"``
-    streams whatever the size; ``"auto"`` (default) streams files of 50 MB of JSON or more."""
+    streams whatever the size; ``"auto"`` (default) streams a large file
+    (:func:`inductor_perf.traces.engines.streams`)."""
     la = os.path.basename(os.fspath(path_a))
     lb = os.path.basename(os.fspath(path_b))
     if la == lb:
         la, lb = os.fspath(path_a), os.fspath(path_b)
-    if engine not in ENGINES:
-        raise ValueError(f"unknown diff engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
+    check_engine(engine, "diff")
     kernels = by == "kernel"  # only --by kernel reads the kernels themselves
     if engine == "full":
         ua, note_a = costed_units(tf.load_trace(path_a), kernels)  # one trace in memory at a time
@@ -155,7 +156,7 @@ def _run_steps(fn: Any, inputs: tuple[Any, ...], n: int, backward: bool, loss_fn
     """Run ``n`` steps (forward, loss, backward), returning each step's wall time in µs."""
     import torch
 
-    from ..eager import phase_range, step_range
+    from .eager import phase_range, step_range
 
     times = []
     for k in range(n):
@@ -243,7 +244,7 @@ def _profile_both(model: Any, inputs: tuple[Any, ...], *, backward: bool, steps:
     restored and the temporary trace files removed whatever happens."""
     import torch
 
-    from ..eager import module_ranges
+    from .eager import module_ranges
 
     state = _SavedState(model)
     tmp = tempfile.mkdtemp(prefix="inductor_perf_compare_")
@@ -276,9 +277,10 @@ def _profile_both(model: Any, inputs: tuple[Any, ...], *, backward: bool, steps:
 def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, dict[str, Any]]]:
     """The compiled trace augmented from its tags (costs, module path, eager ops on each kernel
     event) and, per kernel event index, what the tags say about it (for :func:`trace_units`)."""
-    from ..augment import augment_trace
-    from ..tag_join import costs_from_tags
-    from ..tags import REGISTRY
+    from ..augment.core import augment_trace
+    from ..costs.from_tags import costs_from_tags
+    from ..devices.resolve import run_device
+    from ..model.tags import REGISTRY
 
     costs, jstats = costs_from_tags(raw, REGISTRY.get)
     notes += jstats.warnings()
@@ -287,13 +289,8 @@ def _augmented_compiled(raw: dict, notes: list[str]) -> tuple[dict, dict[int, di
                      "(entry point) and did the model compile?")
     # The augmented trace carries the same attribution the table uses: the tag's own module_path.
     infos = _kernel_infos(costs)
-    device = None
-    try:
-        from ..devices import resolve_device
-
-        device = resolve_device("cpu")
-    except Exception as e:  # peaks are optional
-        log.warning("inductor_perf: no device peaks (%s); achieved %% left out", e)
+    # the capture's rule: the graphs' inductor_perf.device option, else this machine's device of the trace
+    device, _ = run_device(raw, (i for i, _ in jstats.per_marker_counts), REGISTRY)
     compiled_trace, _ = augment_trace(raw, costs, device)  # writes eager_ops from the tags too
     return compiled_trace, infos
 
@@ -342,7 +339,7 @@ def compare(model: Any, example_inputs: Any, *, backward: bool = True, steps: in
     result = compare_units(ua, ub, by=by, labels=("eager", "compiled"))
     result.notes = notes + result.notes
     result.notes.append(f"eager module ranges on {runs.n_modules} modules cost ~1 µs each per call; they are in "
-                        f"the eager side's {UNATTRIBUTED} time")
+                        f"the eager side's {evs.UNATTRIBUTED} time")
     if timing and runs.eager_times and runs.compiled_times:
         _add_unprofiled_times(result, runs.eager_times, runs.compiled_times)
     if trace_dir is not None:
@@ -358,7 +355,7 @@ def _profile_to(path: str, fn: Any, inputs: tuple[Any, ...], steps: int, backwar
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from ..capture import finish_waiting_windows, quiet_profile
+    from ..capture.session import finish_waiting_windows, quiet_profile
 
     finish_waiting_windows()  # an env-var capture over the loop before this call may still be stopping
     if torch.autograd.profiler._is_profiler_enabled:

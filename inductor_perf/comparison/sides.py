@@ -6,11 +6,11 @@ whole traces' units.
 A side is the trace's units (:func:`units.units_from_events`) grouped by everything the row join
 reads (:func:`aggregate_units`): a few thousand units for a million events, whatever the
 file's size, so only that crosses between processes. A large file (``engine="auto"``:
-:data:`~inductor_perf.summary_stream.STREAM_MIN_BYTES` of JSON text or more) is read as the
-streaming summary reads it (:class:`summary_stream.Windows`: orjson windows of the mapped text):
+:data:`~inductor_perf.traces.engines.LARGE_TRACE_BYTES` of JSON text or more) is read as the
+streaming summary reads it (:class:`summary.stream.engine.Windows`: orjson windows of the mapped text):
 only its host events are kept, slimmed to the args units read, while the cost join sees every
-event, as :func:`inductor_perf.summary_raw.with_costs` costs a loaded trace (both fed by the
-summary's fused per-event loop, :func:`inductor_perf.summary_pass.read_batch`). Anything that engine
+event, as :func:`inductor_perf.augment.in_memory.with_costs` costs a loaded trace (both fed by the
+summary's fused per-event loop, :func:`inductor_perf.summary.stream.loop.read_batch`). Anything that engine
 does not take (no orjson, another layout, NaN literals) is loaded whole, as before.
 """
 
@@ -23,17 +23,12 @@ from sys import intern
 from types import SimpleNamespace
 from typing import Any, Mapping
 
-from .. import events as evs
-from .. import trace_format as tf
+from ..model import events as evs
+from ..traces import engines, files as tf
 from .kernels import DEVICE_ARGS, DEVICE_EVENT, HOST_EVENT, PEAK_ARG, Device, category_kind, correlation_key
 from .units import UNIT_ARGS, TraceUnits, Unit, trace_units, units_from_events
 
 log = logging.getLogger(__name__)
-
-ENGINES = ("auto", "full", "stream")
-"""``full``: load each trace whole (the path ``diff`` always took, :func:`runner.diff_traces`);
-``stream``: read each in windows (falling back to a whole load for a file that engine does not take);
-``auto``: stream files of :data:`~inductor_perf.summary_stream.STREAM_MIN_BYTES` or more."""
 
 PARALLEL_MIN_BYTES = 16_000_000
 """Both files at least this large (on disk): the second side is worked on by a worker process
@@ -42,20 +37,19 @@ while this one works on the first. Below, starting a Python process costs more t
 _NO_ARGS: dict[str, Any] = {}
 """The args of every slim host event that keeps none (shared: nothing mutates a slim event's args;
 costing one replaces them)."""
-_MARKS = (evs.KERNEL_FLOP, evs.COST_SOURCE, evs.LAUNCH_OP)
-"""What makes a trace costed (:func:`inductor_perf.summary_raw.is_costed`)."""
 
 
 def side_of_file(path: str | os.PathLike, engine: str = "auto", kernels: bool = True
                  ) -> tuple[TraceUnits, str | None]:
     """The aggregated units of the trace file ``path`` (:func:`aggregate_units`) and the
-    note on its costs (:func:`inductor_perf.summary_raw.with_costs`'s); TraceFormatError with one
-    line for a file that is not a readable trace. ``kernels=False``: without the kernels (only
-    ``by="kernel"`` reads them)."""
+    note on its costs (:func:`inductor_perf.augment.in_memory.with_costs`'s); TraceFormatError with one
+    line for a file that is not a readable trace. ``engine`` (:data:`~inductor_perf.traces.engines.ENGINES`):
+    ``full`` loads the trace whole (the path ``diff`` always took, :func:`runner.diff_traces`);
+    ``stream`` reads it in windows (falling back to a whole load for a file that engine does not
+    take); ``auto`` streams a large file. ``kernels=False``: without the kernels (only ``by="kernel"``
+    reads them)."""
     p = os.fspath(path)
-    if engine not in ENGINES:
-        raise ValueError(f"unknown diff engine {engine!r}; expected one of {', '.join(map(repr, ENGINES))}")
-    if engine == "stream" or engine == "auto" and _large(p):
+    if engines.streams(p, engines.check_engine(engine, "diff")):
         got = _streamed_side(p, kernels)
         if got is not None:
             return got
@@ -66,9 +60,9 @@ def side_of_file(path: str | os.PathLike, engine: str = "auto", kernels: bool = 
 
 def costed_units(trace: Mapping[str, Any], kernels: bool = True) -> tuple[TraceUnits, str | None]:
     """The comparison units of ``trace``, costed first when ``augment`` has not costed it (the same
-    code, in memory: :func:`inductor_perf.summary_raw.with_costs`), and the note saying so."""
-    from ..cost_args import device_from_trace
-    from ..summary_raw import with_costs
+    code, in memory: :func:`inductor_perf.augment.in_memory.with_costs`), and the note saying so."""
+    from ..augment.args import device_from_trace
+    from ..augment.in_memory import with_costs
 
     note = None
     if isinstance(trace, dict):
@@ -79,38 +73,29 @@ def costed_units(trace: Mapping[str, Any], kernels: bool = True) -> tuple[TraceU
 
 
 def _with_bad_time(note: str | None, bad: int) -> str | None:
-    """A side's note, with the count of events skipped for their times (:func:`events.bad_time_note`)."""
+    """A side's note, with the count of events skipped for their times (:func:`model.events.bad_time_note`)."""
     if not bad:
         return note
     return evs.bad_time_note(bad) if note is None else f"{note}; {evs.bad_time_note(bad)}"
 
 
-def _large(path: str) -> bool:
-    from ..summary_stream import STREAM_MIN_BYTES
-
-    try:
-        return tf.text_size(path) >= STREAM_MIN_BYTES
-    except OSError:
-        return False  # the whole load says what is wrong
-
-
 def _streamed_side(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None] | None:
     """:func:`side_of_file` in one pass over the file's windows; None when the streaming engine
     does not take the file."""
-    from ..summary_stream import _Layout
+    from ..summary.stream.engine import LayoutError
 
-    if tf._orjson() is None:
+    if tf.orjson_or_none() is None:
         return None
     try:
         return _stream(path, kernels)
-    except _Layout as e:
+    except LayoutError as e:
         log.info("%s: not streamed (%s)", path, e or "layout")
         return None
 
 
 def _stream(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None]:
-    from ..op_costs import CostJoin
-    from ..summary_stream import Windows, _read_batch, mapped_text
+    from ..costs.from_shapes import CostJoin
+    from ..summary.stream.engine import Windows, read_window_batch, mapped_text
 
     with mapped_text(path) as raw, tf.gc_paused():
         windows = Windows(raw, path, typed=True)
@@ -120,7 +105,7 @@ def _stream(path: str, kernels: bool = True) -> tuple[TraceUnits, str | None]:
         i = 0
         for batch in windows:
             # the summary's fused loop: the cost join sees every event, _Kept what units read
-            i = _read_batch(batch, i, join, kept, routes, windows)
+            i = read_window_batch(batch, i, join, kept, routes, windows)
         batch = None  # the last window, freed before the costs are placed
         note = _with_bad_time(_place_costs(join, kept, i, windows.header or {}), kept.bad_time)
         launches, by_ext = _launch_places(join, kept.device)
@@ -165,7 +150,7 @@ def _launch_places(join: Any, device: list[Device]) -> tuple[dict[Any, tuple[Any
 
 class _Kept:
     """What a side keeps of a trace's events, fed by the streaming summary's fused loop
-    (:func:`~inductor_perf.summary_pass.read_batch`) in the place of its ``_Pass``: each complete host
+    (:func:`~inductor_perf.summary.stream.loop.read_batch`) in the place of its ``_Pass``: each complete host
     and device event that cutting units reads, slimmed (:func:`_slim`; a device event as a
     :data:`kernels.Device`), whether the trace is costed (an event's args carry a cost mark). The loop
     hands it those events through :meth:`unit` (the others through :meth:`add` / :meth:`add_other`,
@@ -173,18 +158,18 @@ class _Kept:
     (:func:`_launch_places`)."""
 
     def __init__(self) -> None:
-        from ..summary_pass import UNIT
+        from ..summary.stream.loop import UNIT
 
         self.host: list[tuple[int, dict, float, float]] = []
         self.device: list[Device] = []
         self.bad_time = 0
-        """Complete events skipped for their times (:func:`events.event_time`), of any category."""
+        """Complete events skipped for their times (:func:`model.events.event_time`), of any category."""
         self.costed = False
         self._unit, self._cats, self._kinds = UNIT, {}, {}
         self.used, self.w0, self.w1 = 0, float("inf"), float("-inf")  # what the loop adds up (unread here)
 
     def _classify(self, cat: str) -> int:
-        """:data:`~inductor_perf.summary_pass.UNIT` for a category a side reads (:func:`kernels.category_kind`),
+        """:data:`~inductor_perf.summary.stream.loop.UNIT` for a category a side reads (:func:`kernels.category_kind`),
         else 0 (nothing)."""
         c = self._cats.get(cat)
         if c is None:
@@ -216,13 +201,13 @@ class _Kept:
     def add_other(self, ev: Any) -> None:
         """Any other event: only its cost marks are read."""
         args = ev.get("args") if type(ev) is dict else None
-        if not self.costed and type(args) is dict and (_MARKS[0] in args or _MARKS[1] in args or _MARKS[2] in args):
+        if not self.costed and evs.has_cost_mark(args):
             self.costed = True
 
 
 def _slim(kept: _Kept, i: int, ev: dict, cat: str, kind: int, time: tuple[float, float]) -> None:
     """Keep complete event ``i`` (category ``cat`` of kind ``kind``, times ``time`` from
-    :func:`events.event_time`) in ``kept`` when a side reads it, as :class:`kernels.SideEvents` reads a
+    :func:`model.events.event_time`) in ``kept`` when a side reads it, as :class:`kernels.SideEvents` reads a
     loaded trace's: a host or device event needs a name, a device event a duration. The slim host
     event keeps the name, category, pid, tid and only the args of :data:`units.UNIT_ARGS`; a device
     event is kept as a :data:`kernels.Device` (the args of :data:`kernels.DEVICE_ARGS`)."""
@@ -257,14 +242,14 @@ _COST_KEYS = tuple(k for k in DEVICE_ARGS if k not in ("correlation", "External 
 
 
 def _place_costs(join: Any, kept: _Kept, n_events: int, header: dict) -> str | None:
-    """Cost the trace as :func:`inductor_perf.summary_raw.with_costs` does a loaded one (the device's
+    """Cost the trace as :func:`inductor_perf.augment.in_memory.with_costs` does a loaded one (the device's
     peaks on device events only) and return its note. Only the events kept are costed, and only with
     the args a side reads (:func:`_read_args`)."""
-    from ..cost_args import device_from_trace
-    from ..summary_stream_finish import _costs
+    from ..augment.args import device_from_trace
+    from ..summary.stream.finish import pass_costs
 
-    seen = SimpleNamespace(costed=kept.costed, total=n_events)  # what _costs reads of the summary's pass
-    costs, _, note, apply = _costs(seen, join, header)
+    seen = SimpleNamespace(costed=kept.costed, total=n_events)  # what pass_costs reads of the summary's pass
+    costs, _, note, apply = pass_costs(seen, join, header)
     if not apply:
         return note
     device = device_from_trace(header)[0] if kept.device else None
@@ -287,13 +272,14 @@ def _place_costs(join: Any, kept: _Kept, n_events: int, header: dict) -> str | N
 
 def _read_args(cost: Any, dur: float | None, device: Any, cache: dict[Any, Any], peak: bool = False
                ) -> dict[str, Any]:
-    """Of the args :func:`~inductor_perf.cost_args.augment_event` writes for ``cost`` (``device``: its
+    """Of the args :func:`~inductor_perf.augment.args.augment_event` writes for ``cost`` (``device``: its
     peaks, None on a host event, which has none), those a side reads: ``kernel_flop``, the cost's
     module, source, fused ops and kind; and ``peak=True``: the peak the achieved % is measured
     against (:data:`kernels.PEAK_ARG`, from which :func:`kernels.kernel_cost` computes it as
-    :func:`roofline.classify` does). Kernels share costs (one per op signature): the dict is made
+    :func:`roofline.point.classify` does). Kernels share costs (one per op signature): the dict is made
     once per cost and shared."""
-    from ..cost_args import device_peak, static_args
+    from ..augment.args import static_args
+    from ..devices.peaks import dtype_peak
 
     key = (id(cost), device is not None)  # a cost may be shared by a host event and device events
     got = cache.get(key)
@@ -301,7 +287,7 @@ def _read_args(cost: Any, dur: float | None, device: Any, cache: dict[Any, Any],
         head, tail = static_args(cost)
         fixed = {k: v for k, v in {**head, **tail}.items() if k in _READ}
         nbytes = int(cost.bytes_read) + int(cost.bytes_written)
-        top = device_peak(device, cost.dtype, cost.matmul_flops > 0) if device is not None else None
+        top = dtype_peak(device, cost.dtype, cost.matmul_flops > 0) if device is not None else None
         # classify refuses negative counts: no achieved % then
         with_peak = {**fixed, PEAK_ARG: top} if top is not None and int(cost.flops) >= 0 and nbytes >= 0 else fixed
         got = cache[key] = (cost, fixed, with_peak)  # (the cost kept: ids stay unique)

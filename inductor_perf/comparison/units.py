@@ -13,19 +13,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
-from .. import events as evs
-from .. import trace_format as tf
-from ..eager import parse_module_range, parse_phase_range, parse_step_range
-from ..markers import MARKER_PREFIX, parse_marker
+from ..model import events as evs
+from ..model.events import GRAD_ACCUM, NO_KEY, OUTSIDE_MODEL, RUNTIME_OVERHEAD  # row labels
+from ..model.markers import MARKER_PREFIX, parse_marker
+from ..traces import files as tf
+from .eager import parse_module_range, parse_phase_range, parse_step_range
 from .kernels import (EVAL_FN, Device, Places, SideEvents, autograd_threads, clip, combine_costs, correlation_key,
                       cpu_kernels, kernel_cost, merge, ops_by_external_id)
-
-# Keys of rows that are not a module / line / op of the user's code.
-OUTSIDE_MODEL = "(outside model)"
-RUNTIME = "(runtime overhead)"
-GRAD_ACCUM = "(grad accumulation)"
-NO_KEY = "(unknown)"
-SPECIAL_KEYS = (OUTSIDE_MODEL, RUNTIME, GRAD_ACCUM, NO_KEY)
 OTHER_PHASE = "other"
 """The phase of a device event launched from no thread of the step, or whose launch the trace lacks
 (only kernels have it: ``by="kernel"``)."""
@@ -337,9 +331,9 @@ class _UnitCollector:
             if unit_phase == "forward":
                 self.fwd_units.append((n, scope.module))
         elif scope.in_compiled:
-            u.module = RUNTIME
+            u.module = RUNTIME_OVERHEAD
         elif scope.in_model and unit_phase == "forward":
-            u.module = RUNTIME
+            u.module = RUNTIME_OVERHEAD
         elif op == _ACCUMULATE_GRAD:
             u.module = GRAD_ACCUM
         elif unit_phase == "backward":
@@ -391,7 +385,7 @@ def trace_units(trace: Mapping[str, Any], *, kernel_info: Callable[[int], dict[s
     ``kernel_info(event_index)`` may supply ``module``, ``source``, ``ops``, ``kernel``, ``also_modules``
     for compiled kernel events (what :func:`compare` knows from the tags); otherwise they come from
     the events' args (``module_path``, ``source``, ``eager_ops``). ``kernels=False``: without the
-    kernels (:func:`units_from_events`). ``skipped``: where :func:`events.complete_events` counts the
+    kernels (:func:`units_from_events`). ``skipped``: where :func:`model.events.complete_events` counts the
     events skipped for their times.
     """
     tf.validate_trace(dict(trace))
@@ -404,7 +398,7 @@ def units_from_events(events: Iterable[tuple[int, dict, float, float]], *,
                       launches: Mapping[Any, tuple[Any, Any, float]] | None = None,
                       ops_by_ext: Mapping[Any, tuple[Any, Any, float]] | None = None,
                       device: list[Device] | None = None, kernels: bool = True) -> TraceUnits:
-    """:func:`trace_units` of a trace's complete events, given as :func:`events.complete_events`
+    """:func:`trace_units` of a trace's complete events, given as :func:`model.events.complete_events`
     yields them (``(index, event, ts, dur)`` in file order). Read are the host events (categories
     ``cpu_op``, ``operator``, ``user_annotation``, ``python_function``) with a string name, and of
     each only its name, category, pid, tid and the args a unit takes (:data:`UNIT_ARGS`); the device
@@ -499,7 +493,7 @@ def _kernel_units(got: SideEvents, by_ext: Mapping[Any, tuple[Any, Any, float]],
                 phase = markers.at(thread, place[2])  # type: ignore[index]
                 default = "backward" if thread in autograd else "forward"
                 out.append(_kernel_of(name, args, ts, dur, Unit("", ts, dur, phase or default,
-                                                                RUNTIME if phase else OUTSIDE_MODEL, None, (),
+                                                                RUNTIME_OVERHEAD if phase else OUTSIDE_MODEL, None, (),
                                                                 phase is not None)))
             continue
         launched[id(u)].append(dev)

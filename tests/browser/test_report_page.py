@@ -4,9 +4,9 @@ with no console error or warning, fetch nothing, and draw one roofline mark ([da
 distinct costed kernel.
 
 The expected mark count is worked out here from the trace's own fields, not from the page's tables
-nor from summary.py's kernel selection: the distinct names of the events whose args carry
+nor from summary/core.py's kernel selection: the distinct names of the events whose args carry
 ``kernel_flop > 0`` or ``kernel_num_gb > 0`` (after costing a raw trace the way ``inductor-perf
-augment`` does, :func:`inductor_perf.summary_raw.with_costs`) - device events (kernels, memcpy,
+augment`` does, :func:`inductor_perf.augment.in_memory.with_costs`) - device events (kernels, memcpy,
 memset) when the trace has any, else host events that no other costed event on their thread
 encloses (an op's costed ``aten::copy_`` inside its costed ``aten::addmm`` is not a kernel of its own).
 In a host trace of compiled graphs (one with ``## Call CompiledFxGraph`` ranges) only the compiled
@@ -37,17 +37,17 @@ DEVICE_CATS = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset"}  # Kine
 
 
 def _report_html() -> Any:
-    """inductor_perf.report_html, lazily: the page is written by another part of issue 14. Until it
+    """inductor_perf.report.html, lazily: the page is written by another part of issue 14. Until it
     lands the tests skip, except under INDUCTOR_PERF_REQUIRE_BROWSER=1 (make test-browser), where
     a missing page is a failure."""
     try:
-        import inductor_perf.report_html as rh
+        import inductor_perf.report.html as rh
     except ModuleNotFoundError as e:
-        if e.name != "inductor_perf.report_html":
+        if e.name != "inductor_perf.report.html":
             raise
         rh = None
     if rh is None:
-        reason = "inductor_perf.report_html is not in this checkout (the page of issue 14)"
+        reason = "inductor_perf.report.html is not in this checkout (the page of issue 14)"
         if os.environ.get("INDUCTOR_PERF_REQUIRE_BROWSER") == "1":
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)
@@ -60,7 +60,7 @@ def _positive(value: Any) -> bool:
 
 def costed_kernel_names(trace: dict) -> set[str]:
     """The distinct names of the costed kernels of one trace dict (see the module docstring)."""
-    from inductor_perf.summary_raw import with_costs
+    from inductor_perf.augment.in_memory import with_costs
 
     costed, _ = with_costs(trace)
     events = [e for e in costed.get("traceEvents", []) if isinstance(e, dict) and e.get("ph") == "X"
@@ -124,7 +124,7 @@ def _check_page(open_page: Any, page: Path, expected: set[str]) -> None:
 
 
 def test_page_of_the_checked_in_cpu_trace(open_page, tmp_path):
-    from inductor_perf.trace_format import load_trace
+    from inductor_perf.traces.files import load_trace
 
     rh = _report_html()
     out = tmp_path / "mlp.report.html"
@@ -133,7 +133,7 @@ def test_page_of_the_checked_in_cpu_trace(open_page, tmp_path):
 
 
 def test_page_of_a_real_a100_trace(open_page, tmp_path):
-    from inductor_perf.trace_format import load_trace
+    from inductor_perf.traces.files import load_trace
 
     if not A100_TRACE.exists():
         pytest.skip(f"{A100_TRACE} absent (the shared real traces are not checked in)")
@@ -144,7 +144,7 @@ def test_page_of_a_real_a100_trace(open_page, tmp_path):
 
 
 def test_report_cli_writes_the_same_kind_of_page(open_page, tmp_path):
-    from inductor_perf.trace_format import load_trace
+    from inductor_perf.traces.files import load_trace
 
     _report_html()
     out = tmp_path / "cli.report.html"
@@ -189,7 +189,7 @@ TRANSFORMER_SCRIPT = textwrap.dedent('''
 
 
 def test_page_of_a_small_transformer_capture_on_cpu(open_page, tmp_path):
-    from inductor_perf.trace_format import load_trace
+    from inductor_perf.traces.files import load_trace
 
     _report_html()
     script = tmp_path / "script.py"  # a real file, so FX records source lines

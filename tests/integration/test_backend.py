@@ -262,7 +262,7 @@ def test_compile_workers_that_fail_to_start_do_not_fail_the_compile(monkeypatch:
     from torch._inductor import async_compile
     from torch._subclasses.fake_tensor import FakeTensorMode
 
-    from inductor_perf.backend import warm_compile_pool
+    from inductor_perf.tagging.compiler import warm_compile_pool
 
     def broken() -> None:
         raise RuntimeError("no pool here")

@@ -102,7 +102,7 @@ def _strict_load_gz(path: str) -> dict:
 
 def _kernel_events(trace: dict) -> list[dict]:
     """Kernel events the compiled graphs launched: graph_<id>_ C++ kernels and the outermost
-    aten ops inside our markers (found here from the raw nesting, independently of tag_join.py)."""
+    aten ops inside our markers (found here from the raw nesting, independently of costs/from_tags.py)."""
     evs = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
     markers = [e for e in evs if e["name"].startswith("## inductor_perf graph=")]
     out = []
@@ -246,7 +246,7 @@ def test_attention_block_matmul_flops(tmp_path):
 RAW_SCRIPT = textwrap.dedent('''
     import json, sys, torch, torch.nn as nn
     from torch.profiler import profile
-    from inductor_perf.capture import process_trace
+    from inductor_perf.capture.session import process_trace
     m = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 4))
     f = torch.compile(m, backend="inductor_perf", options={"inductor_perf.kernel_profile": True})
     x = torch.randn(8, 16)
@@ -331,7 +331,7 @@ def test_two_runs_do_not_clobber(tmp_path):
 
 
 def test_names_are_reserved_exclusively_and_never_reuse_earlier_outputs(tmp_path, monkeypatch):
-    from inductor_perf.capture import _release, _reserve_base
+    from inductor_perf.capture.session import _release, _reserve_base
 
     monkeypatch.delenv("RANK", raising=False)
     first = _reserve_base(str(tmp_path), "run")
@@ -347,7 +347,7 @@ def test_names_are_reserved_exclusively_and_never_reuse_earlier_outputs(tmp_path
 
 
 def test_explicit_names_carry_the_rank(tmp_path, monkeypatch):
-    from inductor_perf.capture import _release, _reserve_base
+    from inductor_perf.capture.session import _release, _reserve_base
 
     monkeypatch.setenv("RANK", "3")
     base = _reserve_base(str(tmp_path), "run")
@@ -467,16 +467,17 @@ def test_device_option_sets_the_peaks_of_the_capture(tmp_path):
 
 
 def test_profile_blocks_install_and_remove_symmetrically(tmp_path):
-    from inductor_perf import capture, markers
+    from inductor_perf.capture import session as capture
+    from inductor_perf.tagging import instrument
 
     outer, inner = capture.profile(tmp_path / "a"), capture.profile(tmp_path / "b")
     capture.install(outer)
     capture.install(inner)
-    assert markers.CALL_HOOK.session is inner and capture.capture_requested()
+    assert instrument.CALL_HOOK.session is inner and instrument.capture_requested()
     capture.uninstall(inner)
-    assert markers.CALL_HOOK.session is outer
+    assert instrument.CALL_HOOK.session is outer
     capture.uninstall(outer)
-    assert markers.CALL_HOOK.session is None and not markers.CALL_HOOK.active()
+    assert instrument.CALL_HOOK.session is None and not instrument.CALL_HOOK.active()
 
 
 def test_kineto_status_lines_are_kept_off_stderr(capfd):
@@ -484,7 +485,7 @@ def test_kineto_status_lines_are_kept_off_stderr(capfd):
     window hides those lines and keeps anything else written meanwhile."""
     import torch
 
-    from inductor_perf.capture import _without_kineto_status
+    from inductor_perf.capture.session import _without_kineto_status
 
     with _without_kineto_status():
         p = torch.profiler.profile()

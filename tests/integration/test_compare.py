@@ -13,14 +13,15 @@ import torch
 import torch.nn as nn
 
 from inductor_perf.cli import main
-from inductor_perf.comparison import (GRAD_ACCUM, OUTSIDE_MODEL, RUNTIME, Comparison, diff_files,
-                                   load_model_file)
+from inductor_perf.comparison.rows import Comparison
+from inductor_perf.comparison.runner import diff_files, load_model_file
+from inductor_perf.model.events import GRAD_ACCUM, OUTSIDE_MODEL, RUNTIME_OVERHEAD
 from inductor_perf.errors import InductorPerfError
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLE = os.path.join(REPO, "examples", "compare_model.py")
 STEPS = 2
-_SPECIAL = {OUTSIDE_MODEL, RUNTIME, GRAD_ACCUM}
+_SPECIAL = {OUTSIDE_MODEL, RUNTIME_OVERHEAD, GRAD_ACCUM}
 
 
 def _events(path: str) -> list[dict]:

@@ -142,7 +142,7 @@ def test_python_example_runs(block: Block, tmp_path: object, augmented_trace: st
 # --- device rows ----------------------------------------------------------------------------------
 @pytest.mark.parametrize("block", [b for b in BLOCKS if b.lang in ("json", "toml")], ids=lambda b: b.id)
 def test_device_row_example_loads(block: Block, tmp_path: object) -> None:
-    from inductor_perf.devices import parse_device_overrides
+    from inductor_perf.devices.resolve import parse_device_overrides
 
     path = os.path.join(str(tmp_path), f"rows.{block.lang}")
     with open(path, "w") as f:

@@ -7,8 +7,8 @@ import pytest
 import torch
 from conftest import MLP, eager_flops, finish_child, graph_ids, new_graphs, start_child
 
-from inductor_perf.markers import parse_marker
-from inductor_perf.tags import evaluate
+from inductor_perf.model.markers import parse_marker
+from inductor_perf.model.tags import evaluate
 
 COUNTERS_CHILD = r"""
 import json, torch
@@ -73,7 +73,7 @@ print("JSON:" + json.dumps({
     "doubled": [str(2 * t.flops) for t in table], "plus_one": [str(t.flops + 1) for t in table],
     "at_8": [[t.evaluated({sym: 8}).flops, t.evaluated({sym: 8}).bytes_read + t.evaluated({sym: 8}).bytes_written]
              for t in table],
-    "total_at_8": inductor_perf.tags.evaluate(total, {sym: 8}),
+    "total_at_8": inductor_perf.model.tags.evaluate(total, {sym: 8}),
 }))
 """
 

@@ -8,13 +8,13 @@ import logging
 import torch
 from conftest import make, run_compiled
 
-import inductor_perf.backend as backend
-import inductor_perf.tag_store as tag_store
+import inductor_perf.tagging.compiler as compiler
+import inductor_perf.tagging.store as tag_store
 
 
 def test_injected_failure_falls_back(monkeypatch, caplog, mlp_inductor) -> None:
     monkeypatch.setenv("INDUCTOR_PERF_INJECT_TAGGING_FAILURE", "1")
-    monkeypatch.setattr(backend, "_warned", False)  # the warning is once per process
+    monkeypatch.setattr(compiler, "_warned", False)  # the warning is once per process
     caplog.set_level(logging.DEBUG, logger="inductor_perf")
     # Dynamo would reuse the code it compiled for another MLP instance with the same backend
     # (mlp_perf): start from an empty Dynamo cache so this model really compiles.
@@ -56,7 +56,7 @@ def test_tag_store_failure_keeps_the_tags(monkeypatch, caplog) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(tag_store, "store", full_disk)
-    monkeypatch.setattr(backend, "_warned", False)
+    monkeypatch.setattr(compiler, "_warned", False)
     caplog.set_level(logging.WARNING, logger="inductor_perf")
     torch._dynamo.reset()
     # Sizes no other test uses: the FX graph cache must miss so that tags are stored.

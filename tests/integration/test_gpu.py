@@ -6,7 +6,7 @@ import pytest
 import torch
 from conftest import run_compiled
 
-from inductor_perf.tags import evaluate
+from inductor_perf.model.tags import evaluate
 
 pytestmark = pytest.mark.gpu
 

@@ -30,7 +30,7 @@ def _params(fn) -> list[str]:
 
 
 def test_provenance_hook_exists_with_expected_parameters() -> None:
-    # tagging.py wraps it to see every kernel call site at codegen time
+    # tagging/collector.py wraps it to see every kernel call site at codegen time
     import torch._inductor.debug as debug
 
     fn = getattr(debug, "set_kernel_post_grad_provenance_tracing")
@@ -38,7 +38,7 @@ def test_provenance_hook_exists_with_expected_parameters() -> None:
 
 
 def test_cpp_codegen_holds_the_hook_by_name() -> None:
-    # so tagging.collecting must patch torch._inductor.codegen.cpp as well as debug
+    # so tagging.collector.collecting must patch torch._inductor.codegen.cpp as well as debug
     import torch._inductor.codegen.cpp as cpp
     import torch._inductor.debug as debug
 
@@ -51,7 +51,7 @@ def test_hook_is_restored_after_a_compile() -> None:
     import torch._inductor.codegen.cpp as cpp
     import torch._inductor.debug as debug
 
-    from inductor_perf.tagging import HOOK_MODULES, TagCollector, collecting
+    from inductor_perf.tagging.collector import HOOK_MODULES, TagCollector, collecting
 
     before = {m: getattr(__import__(m, fromlist=["x"]), "set_kernel_post_grad_provenance_tracing")
               for m in HOOK_MODULES if _importable(m)}
@@ -70,7 +70,7 @@ def _importable(name: str) -> bool:
 
 
 def test_compiled_fx_graph_attributes() -> None:
-    # markers.instrument wraps current_callable; backend reads _fx_graph_cache_key
+    # tagging.instrument.instrument wraps current_callable; backend reads _fx_graph_cache_key
     import dataclasses
 
     from torch._inductor.output_code import CompiledFxGraph
@@ -92,7 +92,7 @@ def test_compile_fx_accepts_inner_compile_and_config_patches() -> None:
 
 
 def test_kernel_args_buffers() -> None:
-    # kernel_io.kernel_args_bytes reads the kernel's buffers
+    # tagging.kernel_io.kernel_args_bytes reads the kernel's buffers
     from torch._inductor.codegen.common import KernelArgs, RemovedArg  # noqa: F401
 
     args = KernelArgs()
@@ -108,7 +108,7 @@ def test_autograd_cache_switch_exists() -> None:
 
 
 def test_custom_graph_pass_and_fx_cache_counters() -> None:
-    # backend._namespace_pass subclasses CustomGraphPass; _cache_hits reads this counter
+    # tagging.compiler._namespace_pass subclasses CustomGraphPass; _cache_hits reads this counter
     from torch._dynamo.utils import counters
     from torch._inductor import config
     from torch._inductor.custom_graph_pass import CustomGraphPass
@@ -119,20 +119,20 @@ def test_custom_graph_pass_and_fx_cache_counters() -> None:
 
 
 def test_flop_registry_and_our_own_formulas_never_overlap() -> None:
-    # costs.py fills flop_registry's gaps (CPU flash attention before torch 2.15, mkldnn/mkl ops);
+    # costs/ops/convention.py fills flop_registry's gaps (CPU flash attention before torch 2.15, mkldnn/mkl ops);
     # where torch has a formula, ours must not be used, so an op is never counted twice.
     from torch.utils.flop_counter import flop_registry
 
-    from inductor_perf import costs
+    from inductor_perf.costs.ops import convention
 
     aten = torch.ops.aten
     for packet in (aten.mm, aten.addmm, aten.bmm, aten.convolution, aten.convolution_backward):
         assert packet in flop_registry
     for packet in (aten._scaled_dot_product_flash_attention_for_cpu,
                    aten._scaled_dot_product_flash_attention_for_cpu_backward):
-        formula = costs._overload_formula(packet.default)
+        formula = convention.matmul_formula(packet.default)
         assert formula is not None
         if packet in flop_registry:
             assert formula is flop_registry[packet]
         else:
-            assert formula is costs._extras()[packet]
+            assert formula is convention._extras()[packet]

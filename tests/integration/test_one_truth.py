@@ -1,4 +1,4 @@
-"""One truth per trace: the summary a capture writes (``profile()``: capture.process_trace) and
+"""One truth per trace: the summary a capture writes (``profile()``: capture.session.process_trace) and
 ``inductor-perf summary`` of the trace file it wrote give the same figures, field by field, for a
 compiled and an eager capture, with either summary engine, and the page draws the same roofs."""
 
@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import inductor_perf
-from inductor_perf.summary_files import summarize_file
+from inductor_perf.summary.files import summarize_file
 from conftest import eager_flops, make
 
 BY_NATURE = {
@@ -86,7 +86,7 @@ def test_capture_summaries_know_their_peaks_and_kernels(captures):
     # every FLOP costed in the eager trace counts once in the summary (an op's cost sits on the op
     # that does the work, aten::addmm inside aten::linear; the kernel is the outermost op), and the
     # matmul part is FlopCounterMode's count of the same two steps
-    from inductor_perf.trace_format import load_trace
+    from inductor_perf.traces.files import load_trace
 
     args = [e.get("args") or {} for e in load_trace(captures["eager"].trace_path)["traceEvents"]]
     assert eager["flop"] == sum(a.get("kernel_flop", 0) for a in args) > 0
@@ -96,7 +96,7 @@ def test_capture_summaries_know_their_peaks_and_kernels(captures):
 
 
 def test_capture_page_draws_the_roofs_offline_page_draws(captures, tmp_path):
-    from inductor_perf.report_html import write_report
+    from inductor_perf.report.html import write_report
 
     result = captures["compiled"]
     page = open(result.report_path).read()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from conftest import run_compiled
 
-from inductor_perf.tags import evaluate
+from inductor_perf.model.tags import evaluate
 
 N = 2**20  # elements
 FP32 = 4

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from conftest import ATTN_SHAPE, eager_flops, make, op_packet, run_compiled
 
-from inductor_perf.tags import evaluate
+from inductor_perf.model.tags import evaluate
 
 CPU_FLASH_FWD = "aten._scaled_dot_product_flash_attention_for_cpu"
 CPU_FLASH_BWD = "aten._scaled_dot_product_flash_attention_for_cpu_backward"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from inductor_perf.tags import REGISTRY
+from inductor_perf.model.tags import REGISTRY
 
 
 class _ConvNet(nn.Module):

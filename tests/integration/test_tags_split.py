@@ -38,7 +38,7 @@ def codegen_node(self, node):
 CppScheduling.codegen_node = codegen_node
 
 import inductor_perf
-from inductor_perf.tags import evaluate
+from inductor_perf.model.tags import evaluate
 
 N = 2**20
 def graphs_of(fn, *inputs, backward=False, **kw):

@@ -20,7 +20,7 @@ import threading
 import pytest
 import torch
 
-from inductor_perf.tags import REGISTRY, evaluate
+from inductor_perf.model.tags import REGISTRY, evaluate
 
 
 class Scatter(torch.nn.Module):
@@ -86,7 +86,7 @@ def _kernels(graphs) -> list[tuple]:
 def _assert_nothing_patched() -> None:
     from torch._inductor.codegen.wrapper import PythonWrapperCodegen
 
-    from inductor_perf.tagging import HOOK_MODULES, HOOK_NAME, SILENT_EXTERNS
+    from inductor_perf.tagging.collector import HOOK_MODULES, HOOK_NAME, SILENT_EXTERNS
 
     for name in HOOK_MODULES:
         mod = sys.modules.get(name)
@@ -156,7 +156,7 @@ def test_overlapping_inner_compiles_keep_every_tag(monkeypatch) -> None:
     graph is not thread-safe in torch: make_fx patches globals, so only codegen overlaps here),
     and index_put finishes while scatter is still generating code: scatter's silent extern
     (ScatterFallback) is emitted after index_put's compile ended."""
-    from inductor_perf import tagging
+    from inductor_perf.tagging import collector as tagging
     from inductor_perf.backend import inductor_perf_backend
 
     in_codegen, scatter_started, index_put_done = threading.Event(), threading.Event(), threading.Event()

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 import inductor_perf
-from inductor_perf.tags import REGISTRY
+from inductor_perf.model.tags import REGISTRY
 
 
 class _Embed(nn.Module):

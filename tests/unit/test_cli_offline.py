@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from inductor_perf import cli
-from inductor_perf import events as evs
+from inductor_perf.model import events as evs
 
 FIXTURES = os.path.join(os.path.dirname(__file__), "..", "fixtures")
 
@@ -132,7 +132,7 @@ class _Tty(io.StringIO):
 
 
 def test_augment_progress_only_on_a_terminal_after_two_seconds(monkeypatch):
-    from inductor_perf.fastpath import Progress
+    from inductor_perf.augment.stream.progress import Progress
 
     tty = _Tty()
     monkeypatch.setattr("sys.stderr", tty)

@@ -15,7 +15,7 @@ import inductor_perf
 after_import = "torch._inductor" in sys.modules
 # the light public names (data model, markers, errors) load without Inductor too
 inductor_perf.KernelTag, inductor_perf.kernel_table, inductor_perf.OptionsError
-import inductor_perf.markers, inductor_perf.config
+import inductor_perf.model.markers, inductor_perf.tagging.instrument, inductor_perf.config
 after_names = "torch._inductor" in sys.modules
 print("JSON:" + json.dumps({"baseline": baseline, "after_import": after_import,
                             "after_names": after_names, "cuda": torch.cuda.is_initialized()}))

@@ -1,0 +1,1 @@
+"""Run time: the profiler window around compiled calls and what a capture writes."""

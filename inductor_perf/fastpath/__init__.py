@@ -1,7 +1,0 @@
-"""The large-trace engine behind ``augment_file(engine="stream")``: events parsed one at a time from
-the file's bytes, only the augmented ones re-encoded, the work shared with a forked worker."""
-
-from .progress import Progress
-from .stream import augment_file_stream
-
-__all__ = ["Progress", "augment_file_stream"]

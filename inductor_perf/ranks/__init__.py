@@ -1,0 +1,1 @@
+"""Many ranks' traces: each summarized (files, after_capture), then the cross-rank view (view)."""
