@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from json_close import IN_PROCESS_ONLY as ONE_TRUTH_EXCEPTIONS
 
 pytestmark = pytest.mark.slow
 
@@ -162,7 +163,7 @@ def _diff(a: Any, b: Any, path: str = "") -> list[str]:
 # Fields of the capture's summary that the file alone cannot give: what the capture saw while joining
 # markers to compile-time tags (kept under "capture") and the run's label (the capture's file stem; the
 # CLI labels by file name).
-IN_PROCESS_ONLY = {"capture", "label"}
+IN_PROCESS_ONLY = set(ONE_TRUTH_EXCEPTIONS)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

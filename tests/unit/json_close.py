@@ -1,5 +1,6 @@
-"""Test helper: where two JSON values differ beyond float rounding (the engine-equality tests compare
-a streamed result with the whole-trace one this way)."""
+"""Test helpers: where two JSON values differ beyond float rounding (the engine-equality tests compare
+a streamed result with the whole-trace one this way), or at all (the one-truth tests compare a
+capture's in-process summary with the offline summary of the file it wrote)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,29 @@ def differences(a, b, path="") -> list[str]:
                                                                                        abs_tol=1e-6):
             return []
     return [] if a == b else [f"{path}: {a!r} vs {b!r}"]
+
+
+IN_PROCESS_ONLY = {
+    "label": "the capture names its summary after the capture; `summary` after the file it reads",
+    "capture": "the capture's own join statistics (markers, warnings): only the process that ran the model has them",
+}
+"""The only top-level fields of a capture's summary JSON that its offline summary may lack or give
+otherwise, and why."""
+
+
+def field_diffs(a, b, path="") -> list[str]:
+    """Every path at which two JSON values differ at all (a value, a missing key, a list's length)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = []
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                out.append(f"{path}.{k}: only in {'the first' if k in a else 'the second'}")
+            else:
+                out += field_diffs(a[k], b[k], f"{path}.{k}")
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        out = [f"{path}: {len(a)} items != {len(b)}"] if len(a) != len(b) else []
+        for i, (x, y) in enumerate(zip(a, b)):
+            out += field_diffs(x, y, f"{path}[{i}]")
+        return out
+    return [] if a == b else [f"{path}: {a!r} != {b!r}"]

@@ -18,31 +18,11 @@ from inductor_perf.devices.props import RECORD_KEY, device_record, recorded_devi
 from inductor_perf.devices.table import lookup
 from inductor_perf.summary.files import summarize_file
 from inductor_perf.model.tags import GraphTags
+from json_close import IN_PROCESS_ONLY, field_diffs
 
 GPU = pathlib.Path(__file__).resolve().parents[2] / "fixtures" / "gpu"
 H100 = "NVIDIA H100 80GB HBM3"
-BY_NATURE = {
-    "label": "the capture names its summary after the capture; `summary` after the file it reads",
-    "capture": "the capture's own join statistics (markers, warnings): only the process that ran the model has them",
-}
-
-
-def field_diffs(a, b, path=""):
-    """Every path at which two JSON values differ (a value, a missing key, a list's length)."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        out = []
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                out.append(f"{path}.{k}: only in {'the first' if k in a else 'the second'}")
-            else:
-                out += field_diffs(a[k], b[k], f"{path}.{k}")
-        return out
-    if isinstance(a, list) and isinstance(b, list):
-        out = [f"{path}: {len(a)} items != {len(b)}"] if len(a) != len(b) else []
-        for i, (x, y) in enumerate(zip(a, b)):
-            out += field_diffs(x, y, f"{path}[{i}]")
-        return out
-    return [] if a == b else [f"{path}: {a!r} != {b!r}"]
+BY_NATURE = IN_PROCESS_ONLY  # the fields allowed to differ, each with its reason
 
 
 def _top_field(diff: str) -> str:
