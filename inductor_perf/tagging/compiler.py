@@ -132,11 +132,24 @@ class StageHooks:
     check_device: Callable[[Any], Any] = _nothing
 
 
-def _namespace_pass(existing: Any) -> Any:
-    """A post-grad pass that changes nothing but puts our FX graph cache entries in their own
-    namespace (its uuid enters the cache key), so an entry written by plain backend="inductor" -
-    which skips codegen and so our hook - is never served to us. Wraps a user's own pass."""
+def options_digest(ours: Mapping[str, Any]) -> str:
+    """A digest of our options (:data:`OUR_OPTIONS` keys given to this compile), for cache keys."""
+    import hashlib
+    import json
+
+    text = json.dumps({k: ours[k] for k in sorted(ours)}, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _namespace_pass(existing: Any, ours: Mapping[str, Any]) -> Any:
+    """A post-grad pass that changes nothing but puts our cache entries in their own namespace: its
+    uuid enters the FX graph cache key and the AOTAutograd cache key (both hash Inductor's config),
+    so an entry written by plain backend="inductor" - which skips codegen and so our hook - is never
+    served to us, nor one written by other tagging code (the hash of tagging/) or under other options
+    of ours. Wraps a user's own pass."""
     from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    options = options_digest(ours)
 
     class _InductorPerfNamespace(CustomGraphPass):
         def __call__(self, graph: torch.fx.Graph) -> None:
@@ -147,7 +160,7 @@ def _namespace_pass(existing: Any) -> Any:
             inner = existing.uuid() if existing is not None and hasattr(existing, "uuid") else None
             if existing is not None and inner is None:
                 return None  # the user's pass is not cacheable: neither are we
-            return f"inductor_perf-{tag_store.tag_code_hash()}-{inner}"
+            return f"inductor_perf-{tag_store.tag_code_hash()}-{options}-{inner}"
 
     return _InductorPerfNamespace()
 
@@ -195,7 +208,7 @@ def compile_tagged(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
     from torch._inductor import config as inductor_config
 
     patches["post_grad_custom_post_pass"] = _namespace_pass(
-        patches.get("post_grad_custom_post_pass", inductor_config.post_grad_custom_post_pass))
+        patches.get("post_grad_custom_post_pass", inductor_config.post_grad_custom_post_pass), ours)
     if _kernel_profile_wanted(ours):
         patches.setdefault("cpp.enable_kernel_profile", True)
     kernel_profile = bool(patches.get("cpp.enable_kernel_profile", inductor_config.cpp.enable_kernel_profile))
