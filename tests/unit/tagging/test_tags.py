@@ -391,7 +391,7 @@ def test_tag_cache_key_covers_all_of_tagging_and_what_it_imports(tmp_path) -> No
 
 @pytest.mark.parametrize("name", ["tagging/kernel_io.py", "tagging/node_costs.py", "tagging/module_paths.py",
                                   "tagging/collector.py", "tagging/compiler.py", "tagging/instrument.py",
-                                  "model/tags.py", "costs/ops/convention.py"])
+                                  "tagging/aot_cache.py", "model/tags.py", "costs/ops/convention.py"])
 def test_tag_cache_key_changes_with_one_byte(tmp_path, name: str) -> None:
     from inductor_perf.tagging.store import code_hash
 
