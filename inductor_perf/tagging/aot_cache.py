@@ -158,40 +158,54 @@ class _Hooks:
     def acquire(self) -> None:
         with self._lock:
             if self._users == 0:
-                mod = importlib.import_module(AOT_RESULT_MODULE)
-                for name in AOT_LOADABLES:
-                    cls = getattr(mod, name)
-                    own = cls.__dict__["load"]
-                    if not hasattr(own, "_inductor_perf_original"):  # else another copy of us wrapped it
-                        cls.load = _wrap_load(own)
-                        self._saved.append((cls, own))
+                try:
+                    mod = importlib.import_module(AOT_RESULT_MODULE)
+                    for name in AOT_LOADABLES:
+                        cls = getattr(mod, name)
+                        own = cls.__dict__["load"]
+                        if not hasattr(own, "_inductor_perf_original"):  # else another copy of us wrapped it
+                            cls.load = _wrap_load(own)
+                            self._saved.append((cls, own))
+                except BaseException:  # half installed: take back what was
+                    self._uninstall()
+                    raise
             self._users += 1
 
     def release(self) -> None:
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                for cls, own in self._saved:
-                    if getattr(cls.__dict__.get("load"), "_inductor_perf_original", None) is own:
-                        cls.load = own
-                self._saved = []
+                self._uninstall()
+
+    def _uninstall(self) -> None:
+        for cls, own in self._saved:
+            if getattr(cls.__dict__.get("load"), "_inductor_perf_original", None) is own:
+                cls.load = own
+        self._saved = []
 
 
 _HOOKS = _Hooks()
-_broken: str | None = None  # set when a hit got past our hooks: the cache is off for the process
+_broken: str | None = None  # set when our hooks failed in this process: the cache is off for it from then on
 _broken_lock = threading.Lock()
 
 
-def mark_broken(reason: str) -> None:
-    """A hit served a graph without the hooks seeing it: say so once, and run our later compiles
-    with the AOTAutograd cache off."""
+def mark_broken(reason: str, served_untagged: bool = True) -> None:
+    """Our hooks failed this process: say so once, and run our later compiles with the AOTAutograd
+    cache off. ``served_untagged``: a hit served a graph without the hooks seeing it (else they
+    could not be installed, and nothing was served)."""
     global _broken
     with _broken_lock:
         first, _broken = _broken is None, _broken or reason
-    if first:
+    if not first:
+        return
+    if served_untagged:
         log.warning("inductor_perf: an AOTAutograd cache hit served a graph without its tags (%s); that "
                     "graph's kernels are untagged, and our later compiles in this process run with the "
                     "AOTAutograd cache off", reason)
+    else:
+        log.warning("inductor_perf: %s; our compiles in this process run with the AOTAutograd cache off, "
+                    "as before: a warm restart traces the joint graph again (every kernel is still tagged)",
+                    reason)
 
 
 @contextlib.contextmanager
@@ -200,14 +214,21 @@ def serving(support: Any) -> Iterator[Recorder | None]:
     as for ``backend="inductor"``) with our ``load`` hooks, yielding the :class:`Recorder`; or, when
     ``support`` (``compat.backend_support()``, which said so once) lacks the hooks' internals or a hit
     got past them in this process, the cache off for the compile, yielding None."""
-    if support.lacks(AOT_CACHE_HITS) or _broken is not None:
-        import torch
+    import torch
 
+    recorder = None
+    if not support.lacks(AOT_CACHE_HITS) and _broken is None:
+        try:
+            recorder = Recorder()
+            _HOOKS.acquire()
+        except Exception as e:  # the check passed, yet they would not go in: as if it had failed
+            recorder = None
+            mark_broken(f"could not hook the AOTAutograd cache ({type(e).__name__}: {e})".splitlines()[0],
+                        served_untagged=False)
+    if recorder is None:
         with torch._functorch.config.patch(enable_autograd_cache=False):
             yield None
         return
-    recorder = Recorder()
-    _HOOKS.acquire()
     token = _ACTIVE.set(recorder)
     try:
         yield recorder
@@ -221,6 +242,8 @@ def on_first_call(compiled: Any, register: Callable[[], None]) -> None:
     may install the graph's marker, which this call then goes through. Later calls cost nothing more
     (the callable is put back)."""
     fn = compiled.current_callable
+    if fn is None:
+        raise ValueError("the compiled graph has no callable")
     lock = threading.Lock()
 
     def first_call(inputs: Any) -> Any:

@@ -2,8 +2,10 @@
 
 Fresh processes share one TORCHINDUCTOR_CACHE_DIR. The second one must hit the AOTAutograd cache
 (torch's own counters say so) and end with the first one's kernel table, field by field and in the
-same order, on a training model with a graph break under dynamic shapes; its env-var capture must tag
-every compiled kernel event as the first one's does. Where the caches disagree (our tags gone, the
+same order, on a training model with a graph break under dynamic shapes (whose backwards AOTAutograd
+compiles at once) and on one with static shapes (whose backwards it compiles at their first call:
+the order of the table tells the two apart); its env-var capture must tag every compiled kernel event
+of the first model as the first one's does. Where the caches disagree (our tags gone, the
 FX graph cache entries gone, the AOTAutograd entries gone) the table is still the first one's; an
 entry written under other options of ours never serves us; a torch whose cache-loading methods
 changed, or a hit that gets past our hooks, falls back to the cache off with one log line and never
@@ -61,6 +63,17 @@ for step in range(5):
     F.cross_entropy(f(x), y).backward()
     opt.step()
     opt.zero_grad()
+class S(nn.Module):  # static shapes: AOTAutograd compiles a backward at its first call
+    def __init__(s):
+        super().__init__()
+        s.fc1, s.fc2 = nn.Linear(64, 32), nn.Linear(32, 10)
+    def forward(s, x):
+        h = torch.relu(s.fc1(x))
+        torch._dynamo.graph_break()
+        return s.fc2(h)
+g = torch.compile(S(), backend="inductor_perf", options=options)
+for step in range(2):
+    g(torch.randn(8, 64)).sum().backward()
 from torch._dynamo.utils import counters
 import inductor_perf
 print("JSON:" + json.dumps({"aot": dict(counters["aot_autograd"]), "fx": dict(counters["inductor"]),
@@ -124,7 +137,7 @@ def _graph_facts(result, key: bool = True) -> list:
 
 
 def _assert_all_tagged(result) -> None:
-    assert len(result["graphs"]) == 4  # two frames (the graph break), forward and backward each
+    assert len(result["graphs"]) == 8  # two models, two frames each (the graph break), forward and backward each
     for g in result["graphs"]:
         assert g["tagged"] and g["kernels"], g["error"]
 
@@ -137,17 +150,22 @@ def _assert_cold_table(result, runs, key: bool = True) -> None:
 
 def test_cold_process_misses_and_tags(runs) -> None:
     cold = runs["cold"]
-    assert _hits(cold) == 0 and cold["aot"]["autograd_cache_saved"] == 2  # one entry per frame
+    assert _hits(cold) == 0 and cold["aot"]["autograd_cache_saved"] == 4  # one entry per frame
     _assert_all_tagged(cold)
-    # dynamic shapes reached the tags: symbolic costs, and where to read the sizes from
+    # dynamic shapes reached the first model's tags: symbolic costs, and where to read the sizes from
     assert any(isinstance(k["flops"], str) for k in cold["kernels"])
-    assert all(g["symbol_locators"] for g in cold["graphs"])
+    assert all(g["symbol_locators"] for g in cold["graphs"][:4])
+    # the graphs in the order they were compiled: the dynamic model's backwards with their forwards,
+    # the static model's at the first backward call, the second frame's first
+    order = [(g["frame_id"] - cold["graphs"][0]["frame_id"], g["is_backward"]) for g in cold["graphs"]]
+    assert order[:4] == [(0, False), (0, True), (1, False), (1, True)]
+    assert order[4:] == [(2, False), (3, False), (3, True), (2, True)]
 
 
 def test_warm_process_hits_the_aot_autograd_cache(runs) -> None:
     warm = runs["warm"]
-    assert _hits(warm) == 2, warm["aot"]  # one per frame: torch's own counter
-    assert warm["aot"].get("autograd_cache_miss", 0) == runs["cold"]["aot"]["autograd_cache_miss"] - 2, warm["aot"]
+    assert _hits(warm) == 4, warm["aot"]  # one per frame: torch's own counter
+    assert warm["aot"].get("autograd_cache_miss", 0) == runs["cold"]["aot"]["autograd_cache_miss"] - 4, warm["aot"]
     assert all(g["cache_hit"] for g in warm["graphs"])
 
 
@@ -189,7 +207,8 @@ def test_warm_capture_tags_every_kernel_event_as_the_cold_one(runs) -> None:
     root = runs["root"]
     warm, cold = _capture(root / "trace_warm"), _capture(root / "trace_cold")
     assert warm == cold
-    assert sum(cold.values()) >= 2 * len(runs["cold"]["kernels"])  # both recorded steps ran every call site
+    first_model = sum(len(g["kernels"]) for g in runs["cold"]["graphs"][:4])
+    assert sum(cold.values()) == 2 * first_model  # both recorded steps ran every call site once
 
 
 def test_other_options_never_served(runs) -> None:
@@ -206,7 +225,7 @@ def test_entry_without_tags_is_compiled_again_then_serves(runs) -> None:
     assert any("without stored tags" in msg for _, msg in no_tags["log"])
     _assert_cold_table(no_tags, runs)
     # ... whose compile stored the tags under the entries' keys: the next process hits
-    assert _hits(healed) == 2, healed["aot"]
+    assert _hits(healed) == 4, healed["aot"]
     _assert_cold_table(healed, runs)
 
 
@@ -218,7 +237,7 @@ def test_fx_graph_entries_gone_aot_autograd_entry_misses(runs) -> None:
 
 def test_aot_autograd_entries_gone_fx_graph_cache_serves_its_tags(runs) -> None:
     no_aot = runs["no_aot"]
-    assert _hits(no_aot) == 0 and no_aot["fx"]["fxgraph_cache_hit"] == 4, no_aot
+    assert _hits(no_aot) == 0 and no_aot["fx"]["fxgraph_cache_hit"] == 8, no_aot
     assert all(g["cache_hit"] for g in no_aot["graphs"])
     _assert_cold_table(no_aot, runs)
 
@@ -242,4 +261,4 @@ def test_hit_past_our_hooks_is_said_and_listed_untagged(runs) -> None:
     assert len(untagged) == 1 and "AOTAutograd cache hit" in untagged[0]["error"]
     tagged = [g for g in result["graphs"] if g["tagged"]]
     cold = {(g["graph_id"], g["is_backward"]): g["kernels"] for g in runs["cold"]["graphs"]}
-    assert len(tagged) == 2 and all(g["kernels"] == cold[g["graph_id"], g["is_backward"]] for g in tagged)
+    assert len(tagged) == 6 and all(g["kernels"] == cold[g["graph_id"], g["is_backward"]] for g in tagged)
