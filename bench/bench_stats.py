@@ -34,6 +34,26 @@ def paired_ratios(num: list[float], den: list[float]) -> list[float]:
     return [a / b for a, b in zip(num, den)]
 
 
+def caches_seen(caches: dict[str, list[dict]]) -> str:
+    """What torch's counters said of the caches in every round's process, per backend (bench_compile's
+    ``caches``: AOTAutograd and FX graph cache hits and misses), each distinct answer with its rounds.
+
+    >>> caches_seen({"inductor": [{"aot_hit": 1, "aot_miss": 0, "fx_hit": 2, "fx_miss": 0}] * 2})
+    'inductor: AOTAutograd cache 1 hit / 0 miss, FX graph cache 2 hit / 0 miss (all 2 of 2 rounds)'
+    """
+    parts = []
+    for backend, rounds in caches.items():
+        seen: dict[tuple, int] = {}
+        for c in rounds:
+            key = (c["aot_hit"], c["aot_miss"], c["fx_hit"], c["fx_miss"])
+            seen[key] = seen.get(key, 0) + 1
+        parts.append(f"{backend}: " + "; ".join(
+            f"AOTAutograd cache {a} hit / {m} miss, FX graph cache {h} hit / {x} miss "
+            f"({'all ' if n == len(rounds) else ''}{n} of {len(rounds)} rounds)"
+            for (a, m, h, x), n in seen.items()))
+    return "; ".join(parts)
+
+
 def verdict(value: float, op: str, target: float) -> str:
     """"PASS" when ``value op target`` holds (op is "<=" or ">="), else "FAIL"."""
     if op == "<=":

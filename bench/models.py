@@ -74,6 +74,19 @@ CPU_MODELS = {
 }
 
 
+# The deeper model of the warm-compile bench (bench_compile.py --model deep): the Block at embed 64
+# (bench_compile's default model) four times over. Inductor's caches make a restart's code generation
+# free, so what a warm compile still does grows with the graph: Dynamo's trace, and AOTAutograd's trace
+# and partition of the joint graph unless its own cache hits. Its share is larger here than in one block.
+DEEP_BLOCKS = 4
+
+
+def deep_model() -> tuple[nn.Module, torch.Tensor]:
+    """:data:`DEEP_BLOCKS` Blocks at embed 64 in a row, and an input [4, 32, 64]."""
+    torch.manual_seed(0)
+    return nn.Sequential(*[Block(e=64) for _ in range(DEEP_BLOCKS)]), torch.randn(4, 32, 64)
+
+
 def cpu_model(name: str) -> tuple[nn.Module, torch.Tensor]:
     """A deterministic fresh instance of CPU model ``name`` (see :data:`CPU_MODELS`) and its input."""
     factory, shape = CPU_MODELS[name]

@@ -16,6 +16,13 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
+# Inductor's compile_fx, imported when torch looks this backend up, inside the torch.compile() call, as
+# torch.compile(backend="inductor") imports it there (through torch._inductor.compiler_bisector). Left
+# to the first compile, the same import ran inside Dynamo's compile of the first frame and the compile
+# took 0.1 - 0.2 s longer in all (measured, cause not traced): 6 % of a warm restart of the bench's
+# block (docs/benchmarks.md, "Warm compile").
+import torch._inductor.compile_fx  # noqa: F401
+
 from .tagging.compiler import StageHooks, compile_tagged
 
 

@@ -9,6 +9,8 @@ the shape we use (:func:`backend_support`):
   :data:`TESTED_TORCH` is logged once as untested.
 - one missing or changed: warn once naming it, and compile exactly as ``backend="inductor"``
   would (no tags). The user's model never breaks because of us.
+- one with a ``fallback`` missing or changed (the hooks that serve tags from an AOTAutograd cache
+  hit): tag as usual without what it adds, saying once what that costs (:attr:`BackendSupport.degraded`).
 
 Per-release differences belong here too, each behind a function named for what it adapts, so the
 rest of the package never reads ``torch.__version__``. (None is needed for 2.11 - 2.15: the one
@@ -83,6 +85,8 @@ class Internal:
     used_by: str
     check: Callable[[], None]
     """Raises (AttributeError, ImportError, AssertionError...) when the internal is missing or changed."""
+    fallback: str | None = None
+    """What the backend does without it, when it can still tag; None: it compiles as plain Inductor."""
 
 
 def _params(fn: Any) -> list[str]:
@@ -164,6 +168,36 @@ def _check_autograd_cache_switch() -> None:
     _require(hasattr(torch._functorch.config, "enable_autograd_cache"), "enable_autograd_cache")
 
 
+# What an AOTAutograd cache hit loads each compiled graph through (tagging.aot_cache wraps their
+# ``load``): the entry's part that names a graph by its FX graph cache key, and the part that bundles
+# a graph whole (``torch._functorch.config.bundled_autograd_cache``).
+AOT_RESULT_MODULE = "torch._functorch._aot_autograd.aot_autograd_result"
+AOT_LOADABLES = ("FxGraphCacheLoadable", "BundledOutputCodeLoadable")
+AOT_CACHE_HITS = f"{AOT_RESULT_MODULE}.{'/'.join(AOT_LOADABLES)}.load"
+"""The name of the :data:`INTERNALS` entry a hit of the AOTAutograd cache is served through."""
+
+
+def _check_aot_cache_loads() -> None:
+    import dataclasses
+    import importlib
+
+    from torch._functorch import config as functorch_config
+    from torch._functorch._aot_autograd.autograd_cache import FXGraphCacheMiss
+    from torch._inductor import compile_fx
+
+    mod = importlib.import_module(AOT_RESULT_MODULE)
+    for name in AOT_LOADABLES:
+        load = getattr(mod, name).__dict__.get("load")
+        _require(load is not None and _params(load) == ["self", "example_inputs"], f"{name}.load(self, example_inputs)")
+    backward = {f.name for f in dataclasses.fields(mod.GenericCompiledBackward)}
+    _require("num_symints_saved_for_bw_" in backward, "GenericCompiledBackward.num_symints_saved_for_bw_")
+    _require(issubclass(FXGraphCacheMiss, Exception), "autograd_cache.FXGraphCacheMiss")
+    for flag in ("strict_autograd_cache", "force_non_lazy_backward_lowering"):
+        _require(hasattr(functorch_config, flag), f"torch._functorch.config.{flag}")
+    _require(re.fullmatch(r"count\(\d+\)", repr(getattr(compile_fx, "_graph_counter", None))) is not None,
+             "compile_fx._graph_counter is an itertools.count")
+
+
 def _check_custom_graph_pass() -> None:
     from torch._inductor import config
     from torch._inductor.custom_graph_pass import CustomGraphPass
@@ -208,7 +242,14 @@ INTERNALS: tuple[Internal, ...] = (
     Internal("torch._inductor.graph.GraphLowering.get_numel/get_dtype/get_output_names",
              "tagging.kernel_io: buffer sizes of generated kernels", _check_graph_lowering),
     Internal("torch._functorch.config.enable_autograd_cache",
-             "tagging.compiler: an AOTAutograd cache hit would skip our inner compile", _check_autograd_cache_switch),
+             "tagging.aot_cache.serving: the AOTAutograd cache off for our compiles where a hit cannot be "
+             "served with its tags (a hit skips our inner compile)", _check_autograd_cache_switch),
+    Internal(AOT_CACHE_HITS,
+             "tagging.aot_cache: the tags of the graphs an AOTAutograd cache hit loads (the hit made a miss "
+             "where they are not stored; a lazily compiled backward registered at its first call, as on a "
+             "miss; the graph id read off compile_fx._graph_counter)", _check_aot_cache_loads,
+             fallback="the AOTAutograd cache is off for our compiles, as before: a warm restart traces and "
+             "partitions the joint graph again (slower than backend='inductor'; every kernel is still tagged)"),
     Internal("torch._inductor.custom_graph_pass.CustomGraphPass",
              "tagging.compiler._namespace_pass: our own FX graph cache namespace", _check_custom_graph_pass),
     Internal("torch._inductor.config.cpp.enable_kernel_profile",
@@ -239,6 +280,12 @@ class BackendSupport:
     missing: tuple[tuple[str, str], ...] = ()
     """(internal, why) of each internal that failed its check."""
     tested: bool = True
+    degraded: tuple[tuple[str, str], ...] = ()
+    """(internal, why) of each internal with a fallback that failed its check: tagging goes on without it."""
+
+    def lacks(self, name: str) -> bool:
+        """Whether internal ``name`` (an :data:`INTERNALS` name) failed its check."""
+        return any(n == name for n, _ in self.missing + self.degraded)
 
 
 @functools.lru_cache(maxsize=1)
@@ -248,18 +295,25 @@ def backend_support() -> BackendSupport:
     Raises UnsupportedTorchError for torch older than :data:`MIN_TORCH`."""
     version = installed_torch_version()
     check_torch_version(version)
-    missing = tuple((i.name, why) for i in INTERNALS if (why := check_internal(i)) is not None)
+    failed = [(i, why) for i in INTERNALS if (why := check_internal(i)) is not None]
+    missing = tuple((i.name, why) for i, why in failed if i.fallback is None)
+    degraded = tuple((i.name, why) for i, why in failed if i.fallback is not None)
     tested = is_tested(version)
+    if not missing:
+        for internal, why in failed:  # one line each: what we do without it
+            log.warning("inductor_perf: torch %s lacks an internal we hook: %s (%s). So %s.", version,
+                        internal.name, why, internal.fallback)
     if missing:
         names = "; ".join(f"{name} ({why})" for name, why in missing)
         log.warning("inductor_perf: torch %s lacks an internal we hook: %s. Compiling as "
                     "backend='inductor' (no kernel tags). Tested torch: %s.", version, names,
                     ", ".join(_fmt(v) for v in TESTED_TORCH))
     elif not tested:
-        log.warning("inductor_perf: torch %s is newer than the releases we test (%s); all %d "
-                    "internals we use are present, so tagging is on.", version,
-                    ", ".join(_fmt(v) for v in TESTED_TORCH), len(INTERNALS))
-    return BackendSupport(version, tagging=not missing, missing=missing, tested=tested)
+        present = (f"all {len(INTERNALS)} internals we use are present" if not degraded else
+                   f"{len(INTERNALS) - len(degraded)} of the {len(INTERNALS)} internals we use are present")
+        log.warning("inductor_perf: torch %s is newer than the releases we test (%s); %s, so tagging "
+                    "is on.", version, ", ".join(_fmt(v) for v in TESTED_TORCH), present)
+    return BackendSupport(version, tagging=not missing, missing=missing, tested=tested, degraded=degraded)
 
 
 # --- adapters ------------------------------------------------------------------------------------

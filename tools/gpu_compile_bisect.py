@@ -4,7 +4,8 @@ Each round compiles the transformer block of bench/bench_compile.py cold (fresh 
 Inductor and Triton caches) once per variant, in an order that rotates from round to round:
 
     inductor                      plain Inductor
-    inductor+no_autograd_cache    plain Inductor with the AOTAutograd cache off, as we run it
+    inductor+no_autograd_cache    plain Inductor with the AOTAutograd cache off (as our compiles ran
+                                  until tagging/aot_cache.py served its hits)
     inductor_perf                 ours
     inductor_perf+no_markers      ours without the record_function markers in the wrapper
     inductor_perf+no_tagging      ours with INDUCTOR_PERF_DISABLE_TAGGING=1 (the compile workers started,

@@ -43,7 +43,8 @@ CORE=(
   tests/integration/test_tags_flops.py
   tests/integration/test_tags_split.py
 )
-# The whole tier adds the rest of tagging, the env-var capture, dynamic shapes, the caches and compare.
+# The whole tier adds the rest of tagging, the env-var capture, dynamic shapes, the caches (the FX graph
+# cache, and the AOTAutograd cache serving a warm restart with its tags) and compare.
 REST=(
   tests/integration/test_tags_bytes.py
   tests/integration/test_tags_zoo.py
@@ -51,6 +52,7 @@ REST=(
   tests/integration/test_capture.py
   tests/integration/test_dynamic.py
   tests/integration/test_caches.py
+  tests/integration/test_aot_cache.py
   tests/integration/test_compare.py
   tests/integration/test_tags_threads.py
   tests/integration/test_one_truth.py

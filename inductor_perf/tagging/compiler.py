@@ -132,11 +132,24 @@ class StageHooks:
     check_device: Callable[[Any], Any] = _nothing
 
 
-def _namespace_pass(existing: Any) -> Any:
-    """A post-grad pass that changes nothing but puts our FX graph cache entries in their own
-    namespace (its uuid enters the cache key), so an entry written by plain backend="inductor" -
-    which skips codegen and so our hook - is never served to us. Wraps a user's own pass."""
+def options_digest(ours: Mapping[str, Any]) -> str:
+    """A digest of our options (:data:`OUR_OPTIONS` keys given to this compile), for cache keys."""
+    import hashlib
+    import json
+
+    text = json.dumps({k: ours[k] for k in sorted(ours)}, sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def _namespace_pass(existing: Any, ours: Mapping[str, Any]) -> Any:
+    """A post-grad pass that changes nothing but puts our cache entries in their own namespace: its
+    uuid enters the FX graph cache key and the AOTAutograd cache key (both hash Inductor's config),
+    so an entry written by plain backend="inductor" - which skips codegen and so our hook - is never
+    served to us, nor one written by other tagging code (the hash of tagging/) or under other options
+    of ours. Wraps a user's own pass."""
     from torch._inductor.custom_graph_pass import CustomGraphPass
+
+    options = options_digest(ours)
 
     class _InductorPerfNamespace(CustomGraphPass):
         def __call__(self, graph: torch.fx.Graph) -> None:
@@ -147,7 +160,7 @@ def _namespace_pass(existing: Any) -> Any:
             inner = existing.uuid() if existing is not None and hasattr(existing, "uuid") else None
             if existing is not None and inner is None:
                 return None  # the user's pass is not cacheable: neither are we
-            return f"inductor_perf-{tag_store.tag_code_hash()}-{inner}"
+            return f"inductor_perf-{tag_store.tag_code_hash()}-{options}-{inner}"
 
     return _InductorPerfNamespace()
 
@@ -195,7 +208,7 @@ def compile_tagged(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
     from torch._inductor import config as inductor_config
 
     patches["post_grad_custom_post_pass"] = _namespace_pass(
-        patches.get("post_grad_custom_post_pass", inductor_config.post_grad_custom_post_pass))
+        patches.get("post_grad_custom_post_pass", inductor_config.post_grad_custom_post_pass), ours)
     if _kernel_profile_wanted(ours):
         patches.setdefault("cpp.enable_kernel_profile", True)
     kernel_profile = bool(patches.get("cpp.enable_kernel_profile", inductor_config.cpp.enable_kernel_profile))
@@ -206,13 +219,79 @@ def compile_tagged(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], *,
             _warn_once("inductor_perf: could not arm automatic capture (%s)", e)
     from .module_paths import parameter_names
 
-    inner = functools.partial(_tagging_inner_compile, markers=ours.get("inductor_perf.markers", True),
-                              kernel_profile=kernel_profile, device_override=device_override,
-                              param_names=parameter_names(gm))
-    # An AOTAutograd cache hit skips inner_compile entirely (and its key ignores inner_compile):
-    # turn it off for our compiles. The FX graph cache below it stays on.
-    with torch._functorch.config.patch(enable_autograd_cache=False):
-        return compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches, **kwargs)
+    markers = ours.get("inductor_perf.markers", True)
+    inner = functools.partial(_tagging_inner_compile, markers=markers, kernel_profile=kernel_profile,
+                              device_override=device_override, param_names=parameter_names(gm))
+    # An AOTAutograd cache hit skips inner_compile entirely: aot_cache serves each graph it loads
+    # with its stored tags (or turns the hit into a miss), and we register them here.
+    from . import aot_cache
+
+    with aot_cache.serving(support) as recorder:
+        compiled = compile_fx(gm, example_inputs, inner_compile=inner, config_patches=patches, **kwargs)
+    if recorder is not None:
+        _register_served(recorder, markers=markers, kernel_profile=kernel_profile,
+                         device_override=device_override)
+    return compiled
+
+
+def _register_served(recorder: Any, *, markers: bool, kernel_profile: bool, device_override: Any) -> None:
+    """Register the graphs an AOTAutograd cache hit served, from their stored tags, and install their
+    markers: now, or at the first call of a backward that a miss compiles lazily."""
+    from . import aot_cache
+    from ..compat import current_frame_compile
+
+    served = recorder.served()
+    frame = current_frame_compile()
+    if served is None:  # a hit our hooks did not see: say so, and list the graph as untagged
+        aot_cache.mark_broken("the hit did not load its graphs through the methods we wrap")
+        graph = GraphTags(instance_id=REGISTRY.new_instance_id(), graph_id=recorder.graph_id(None),
+                          is_backward=False, kernel_profile=kernel_profile, tagged=False,
+                          error="served by an AOTAutograd cache hit without its tags",
+                          frame_id=frame[0] if frame else None, compile_id=frame[1] if frame else None)
+        REGISTRY.add(graph, device_override)
+        return
+    for s in served:
+        register = functools.partial(_register_one, s, graph_id=recorder.graph_id(s.compiled), frame=frame,
+                                     markers=markers, kernel_profile=kernel_profile,
+                                     device_override=device_override)
+        if s.lazy:
+            try:
+                aot_cache.on_first_call(s.compiled, register)
+                continue
+            except Exception as e:  # no callable to wrap: register now
+                log.debug("inductor_perf: could not defer a served backward's tags (%s)", e)
+        register()
+
+
+def _register_one(served: Any, *, graph_id: int, frame: tuple[int, str] | None, markers: bool,
+                  kernel_profile: bool, device_override: Any) -> None:
+    """Record one graph a hit served, with the tags stored when it was compiled, and install its marker."""
+    compiled = served.compiled
+    graph = GraphTags(instance_id=REGISTRY.new_instance_id(), graph_id=graph_id, is_backward=served.is_backward,
+                      kernel_profile=kernel_profile, frame_id=frame[0] if frame else None,
+                      compile_id=frame[1] if frame else None,
+                      cache_key=getattr(compiled, "_fx_graph_cache_key", None), cache_hit=True)
+    try:
+        if served.stored is None:
+            raise RuntimeError(f"AOTAutograd cache hit for FX graph {graph.cache_key} but no stored tags")
+        graph.symbol_locators = {k: tuple(v) for k, v in served.stored["symbol_locators"].items()}
+        _apply_stored(graph, served.stored)
+    except Exception as e:
+        graph.tagged, graph.error, graph.kernels = False, f"{type(e).__name__}: {e}", []
+        _warn_once("inductor_perf: kernel tagging failed for graph %s (%s); the compiled model is "
+                   "unaffected, its kernels are untagged", graph.graph_id, graph.error)
+    REGISTRY.add(graph, device_override)
+    if markers:
+        _install_marker(compiled, graph)
+
+
+def _install_marker(compiled: Any, graph: GraphTags) -> None:
+    try:
+        from .instrument import instrument
+
+        instrument(compiled, graph)
+    except Exception as e:
+        _warn_once("inductor_perf: could not install profiler markers (%s)", e)
 
 
 def _symbol_locators(example_inputs: Sequence[Any]) -> dict[str, tuple[Any, ...]]:
@@ -246,8 +325,10 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                            param_names: Mapping[int | str, str] | None = None, **kwargs: Any) -> Any:
     from torch._inductor.compile_fx import compile_fx_inner
 
+    from .aot_cache import note_inner_compile
     from .collector import TagCollector
 
+    note_inner_compile()  # the compile in progress is not an AOTAutograd cache hit
     graph_id = kwargs.get("graph_id")
     is_backward = bool(kwargs.get("is_backward", False))
     from ..compat import current_frame_compile
@@ -275,24 +356,7 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
         cache_hit = _cache_hits() > hits
         if cache_hit and ctx is not None and collector.error is None \
                 and tag_store.load(getattr(compiled, "_fx_graph_cache_key", None)) is None:
-            # A hit on an entry whose tags were never stored (deleted, or written by a process that
-            # crashed in between): compile once more without the cache so codegen runs.
-            log.info("inductor_perf: FX graph cache hit without stored tags; recompiling graph %s",
-                     graph.graph_id)
-            from torch._inductor import config as inductor_config
-
-            # The first call already recorded its output strides in the tracing context.
-            tracing = torch._guards.TracingContext.try_get()
-            saved = list(tracing.output_strides) if tracing is not None and tracing.output_strides else None
-            if saved is not None:
-                tracing.output_strides.clear()
-            try:
-                with inductor_config.patch(fx_graph_cache=False):
-                    compiled = compile_fx_inner(gm, example_inputs, **kwargs)
-            except Exception:
-                if saved is not None:
-                    tracing.output_strides[:] = saved
-                raise
+            compiled = _compile_again(gm, example_inputs, kwargs, compiled, graph.graph_id)
             cache_hit = False
     finally:
         if ctx is not None:
@@ -310,13 +374,35 @@ def _tagging_inner_compile(gm: torch.fx.GraphModule, example_inputs: Sequence[An
                    "unaffected, its kernels are untagged", graph.graph_id, graph.error)
     REGISTRY.add(graph, device_override)
     if markers:
-        try:
-            from .instrument import instrument
-
-            instrument(compiled, graph)
-        except Exception as e:
-            _warn_once("inductor_perf: could not install profiler markers (%s)", e)
+        _install_marker(compiled, graph)
     return compiled
+
+
+def _compile_again(gm: torch.fx.GraphModule, example_inputs: Sequence[Any], kwargs: Mapping[str, Any],
+                   hit: Any, graph_id: int) -> Any:
+    """The graph compiled once more, without the FX graph cache, so codegen runs and is tagged: ``hit``
+    came from an entry whose tags were never stored (deleted, or written by a process that crashed
+    in between). Returns ``hit`` itself when the compile made its very code, so that the tags are
+    stored under its key, for the next process and for an AOTAutograd entry, which names graphs by it
+    (a C++ kernel's profiler name bakes in the graph id: the code may differ)."""
+    from torch._inductor import config as inductor_config
+    from torch._inductor.compile_fx import compile_fx_inner
+
+    log.info("inductor_perf: FX graph cache hit without stored tags; recompiling graph %s", graph_id)
+    # The first call already recorded its output strides in the tracing context.
+    tracing = torch._guards.TracingContext.try_get()
+    saved = list(tracing.output_strides) if tracing is not None and tracing.output_strides else None
+    if saved is not None:
+        tracing.output_strides.clear()
+    try:
+        with inductor_config.patch(fx_graph_cache=False):
+            compiled = compile_fx_inner(gm, example_inputs, **kwargs)
+    except Exception:
+        if saved is not None:
+            tracing.output_strides[:] = saved
+        raise
+    code = getattr(hit, "source_code", None)
+    return hit if code is not None and code == getattr(compiled, "source_code", None) else compiled
 
 
 # Per compile id, the module names its forward graph found on the stack: the backward graph of the
@@ -352,6 +438,12 @@ def _collecting(collector: Any, names: Any) -> Iterator[None]:
         yield
 
 
+def _apply_stored(graph: GraphTags, stored: Mapping[str, Any]) -> None:
+    """Give ``graph`` the kernels and profiler graph id stored for its cache entry (:mod:`.store`)."""
+    graph.profiler_graph_id = stored.get("profiler_graph_id")
+    graph.kernels = [_rebase(KernelTag.from_dict(k), graph) for k in stored["kernels"]]
+
+
 def _finish_tags(graph: GraphTags, collector: Any, compiled: Any, cache_hit: bool) -> None:
     graph.cache_key = getattr(compiled, "_fx_graph_cache_key", None)
     graph.cache_hit = cache_hit
@@ -359,8 +451,7 @@ def _finish_tags(graph: GraphTags, collector: Any, compiled: Any, cache_hit: boo
         stored = tag_store.load(graph.cache_key)
         if stored is None:
             raise RuntimeError(f"FX graph cache hit for {graph.cache_key} but no stored tags")
-        graph.profiler_graph_id = stored.get("profiler_graph_id")
-        graph.kernels = [_rebase(KernelTag.from_dict(k), graph) for k in stored["kernels"]]
+        _apply_stored(graph, stored)
         return
     graph.kernels = collector.finish()
     graph.profiler_graph_id = collector.profiler_graph_id

@@ -1,7 +1,8 @@
 """Kernel tags persisted beside Inductor's FX graph cache entries.
 
-An FX graph cache hit skips codegen, where tags are collected, so the backend stores each graph's tags
-in a file named by its cache key and reads them back on a hit. The files live in their own folder of
+An FX graph cache hit skips codegen, where tags are collected, and an AOTAutograd cache hit skips our
+inner compile altogether (:mod:`.aot_cache`), so the backend stores each graph's tags in a file named
+by its FX graph cache key and reads them back on either hit. The files live in their own folder of
 Inductor's cache dir, namespaced by a hash of the code that computes tags (:func:`tag_sources`: all of
 tagging/ and what it imports).
 """
@@ -21,7 +22,7 @@ from ..traces.files import write_atomic
 # Bump when the tag format changes. Together with a hash of the code that computes tags it
 # namespaces our FX graph cache entries and the tag files stored beside them, so a changed cost
 # convention never reads tags computed by older code.
-TAG_FORMAT_VERSION = "1"
+TAG_FORMAT_VERSION = "2"  # 2: symbol_locators stored (an AOTAutograd cache hit has no graph inputs to read them from)
 
 # The subpackage whose code decides a stored tag: every module in it is hashed, a module no other one
 # imports yet included (the compile, the collector: FX nodes -> KernelTag, node costs, kernel_io, module
@@ -158,13 +159,17 @@ def store(graph: GraphTags) -> None:
     path = _path(graph.cache_key)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     payload = {"cache_key": graph.cache_key, "profiler_graph_id": graph.profiler_graph_id,
+               "symbol_locators": {k: list(v) for k, v in graph.symbol_locators.items()},
                "kernels": [k.to_dict() for k in graph.kernels]}
     # atomic: a concurrent reader sees the old file or the new one
     write_atomic(path, lambda f: f.write(json.dumps(payload, allow_nan=False).encode()), inputs=())
 
 
 def load(cache_key: str | None) -> dict[str, Any] | None:
-    """The stored tags of a cache entry, or None when missing, unreadable or for another key."""
+    """The stored tags of a cache entry, or None when missing, unreadable or for another key.
+
+    Written by :func:`store`: ``cache_key``, ``profiler_graph_id``, ``symbol_locators`` (JSON lists)
+    and ``kernels`` (``KernelTag.to_dict()`` each)."""
     if not cache_key:
         return None
     try:

@@ -101,10 +101,35 @@ def test_kernel_args_buffers() -> None:
 
 
 def test_autograd_cache_switch_exists() -> None:
-    # backend turns the AOTAutograd cache off (a hit would skip inner_compile)
+    # tagging.aot_cache.serving turns the AOTAutograd cache off where a hit cannot be served with its
+    # tags (a hit skips inner_compile)
     assert hasattr(torch._functorch.config, "enable_autograd_cache")
     with torch._functorch.config.patch(enable_autograd_cache=False):
         assert torch._functorch.config.enable_autograd_cache is False
+
+
+def test_aot_autograd_cache_hit_loads_each_graph_through_a_loadable() -> None:
+    # tagging.aot_cache wraps these load methods while our compiles run, tells a backward by its class,
+    # raises FXGraphCacheMiss to turn a hit without stored tags into a miss, and reads the graph id
+    # the compile took off compile_fx's counter
+    import itertools
+
+    import torch._functorch._aot_autograd.aot_autograd_result as result
+    from torch._functorch._aot_autograd.autograd_cache import (AOTAutogradCache, BypassAOTAutogradCache,
+                                                               FXGraphCacheMiss)
+    from torch._inductor import compile_fx
+
+    for cls in (result.FxGraphCacheLoadable, result.BundledOutputCodeLoadable):
+        assert _params(cls.__dict__["load"]) == ["self", "example_inputs"]
+    for cls in (result.CompiledBackward, result.BundledCompiledBackward):
+        assert issubclass(cls, result.GenericCompiledBackward)
+    for cls in (result.CompiledForward, result.BundledCompiledForward):
+        assert not issubclass(cls, result.GenericCompiledBackward)
+    assert "num_symints_saved_for_bw_" in result.GenericCompiledBackward.__dataclass_fields__
+    assert issubclass(FXGraphCacheMiss, BypassAOTAutogradCache)
+    source = inspect.getsource(AOTAutogradCache.try_load)
+    assert 'counters["aot_autograd"]["autograd_cache_hit"]' in source and "except FXGraphCacheMiss" in source
+    assert isinstance(compile_fx._graph_counter, itertools.count)
 
 
 def test_custom_graph_pass_and_fx_cache_counters() -> None:

@@ -90,3 +90,12 @@ def test_the_doc_has_one_generated_part() -> None:
     doc = open(os.path.join(os.path.dirname(__file__), "..", "..", "docs", "benchmarks.md")).read()
     assert doc.count(bs.BEGIN) == 1 and doc.count(bs.END) == 1
     assert doc.index(bs.BEGIN) < doc.index(bs.END) < doc.index("## Offline augment at scale")
+
+
+def test_caches_seen_names_every_distinct_answer_with_its_rounds() -> None:
+    hit = {"aot_hit": 1, "aot_miss": 0, "fx_hit": 2, "fx_miss": 0}
+    miss = {"aot_hit": 0, "aot_miss": 1, "fx_hit": 2, "fx_miss": 0}
+    text = bs.caches_seen({"inductor": [hit, hit, hit], "inductor_perf": [hit, miss, hit]})
+    assert text == ("inductor: AOTAutograd cache 1 hit / 0 miss, FX graph cache 2 hit / 0 miss (all 3 of 3 rounds); "
+                    "inductor_perf: AOTAutograd cache 1 hit / 0 miss, FX graph cache 2 hit / 0 miss (2 of 3 rounds); "
+                    "AOTAutograd cache 0 hit / 1 miss, FX graph cache 2 hit / 0 miss (1 of 3 rounds)")

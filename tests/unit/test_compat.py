@@ -46,3 +46,44 @@ def test_pyproject_lower_bound_and_no_upper_pin():
     torch_deps = [d for d in deps if d.startswith("torch")]
     assert torch_deps == [f"torch>={MIN_TORCH[0]}.{MIN_TORCH[1]}"]
     assert TESTED_TORCH[0] == MIN_TORCH
+
+
+def _fails() -> None:
+    raise AssertionError("Loadable.load(self, example_inputs)")
+
+
+def _support_with(monkeypatch, caplog, internals):
+    from inductor_perf import compat
+
+    monkeypatch.setattr(compat, "INTERNALS", internals)
+    monkeypatch.setattr(compat, "installed_torch_version", lambda: "2.13.0")
+    with caplog.at_level("WARNING", logger="inductor_perf.compat"):
+        return compat.backend_support.__wrapped__()  # the check itself, not this process's cached answer
+
+
+def test_internal_with_a_fallback_degrades_without_turning_tagging_off(monkeypatch, caplog):
+    from inductor_perf.compat import Internal
+
+    fine = Internal("a.present", "x", lambda: None)
+    optional = Internal("b.changed", "y", _fails, fallback="the thing is off for our compiles")
+    support = _support_with(monkeypatch, caplog, (fine, optional))
+    assert support.tagging and support.missing == ()
+    assert support.degraded == (("b.changed", "AssertionError: Loadable.load(self, example_inputs)"),)
+    assert support.lacks("b.changed") and not support.lacks("a.present")
+    # one line: which internal, why, and what we do without it
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "b.changed" in line and "Loadable.load(self, example_inputs)" in line
+    assert line.endswith("So the thing is off for our compiles.")
+
+
+def test_internal_without_a_fallback_turns_tagging_off(monkeypatch, caplog):
+    from inductor_perf.compat import Internal
+
+    required = Internal("c.changed", "z", _fails)
+    optional = Internal("b.changed", "y", _fails, fallback="the thing is off")
+    support = _support_with(monkeypatch, caplog, (required, optional))
+    assert not support.tagging and [n for n, _ in support.missing] == ["c.changed"]
+    assert support.lacks("c.changed") and support.lacks("b.changed")
+    # plain Inductor: the fallback's line would say nothing true, so only the missing one is named
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert "c.changed" in line and "backend='inductor'" in line

@@ -391,7 +391,7 @@ def test_tag_cache_key_covers_all_of_tagging_and_what_it_imports(tmp_path) -> No
 
 @pytest.mark.parametrize("name", ["tagging/kernel_io.py", "tagging/node_costs.py", "tagging/module_paths.py",
                                   "tagging/collector.py", "tagging/compiler.py", "tagging/instrument.py",
-                                  "model/tags.py", "costs/ops/convention.py"])
+                                  "tagging/aot_cache.py", "model/tags.py", "costs/ops/convention.py"])
 def test_tag_cache_key_changes_with_one_byte(tmp_path, name: str) -> None:
     from inductor_perf.tagging.store import code_hash
 
@@ -419,3 +419,40 @@ def test_tag_cache_key_of_this_checkout_is_its_code_hash() -> None:
     from inductor_perf.tagging.store import code_hash, tag_code_hash
 
     assert tag_code_hash() == code_hash(os.path.dirname(inductor_perf.__file__))
+
+
+def test_cache_namespace_names_our_code_and_our_options() -> None:
+    # The namespace pass's uuid enters the FX graph cache key and the AOTAutograd cache key (both hash
+    # Inductor's config): other tagging code or other options of ours never read our entries.
+    from inductor_perf.tagging.compiler import _namespace_pass
+    from inductor_perf.tagging.store import tag_code_hash
+
+    default = _namespace_pass(None, {}).uuid()
+    assert default == _namespace_pass(None, {}).uuid() and tag_code_hash() in default
+    uuids = {default, _namespace_pass(None, {"inductor_perf.markers": False}).uuid(),
+             _namespace_pass(None, {"inductor_perf.kernel_profile": True}).uuid(),
+             _namespace_pass(None, {"inductor_perf.device": {"name": "x", "peak_tflops": {"float32": 1}}}).uuid(),
+             _namespace_pass(None, {"inductor_perf.device": "/path/to/row.toml"}).uuid()}
+    assert len(uuids) == 5
+    # the options' order does not matter
+    both = {"inductor_perf.markers": False, "inductor_perf.kernel_profile": True}
+    assert _namespace_pass(None, both).uuid() == _namespace_pass(None, dict(reversed(both.items()))).uuid()
+
+
+def test_cache_namespace_wraps_a_users_pass() -> None:
+    from inductor_perf.tagging.compiler import _namespace_pass
+
+    class Cacheable:
+        calls = 0
+
+        def __call__(self, graph):
+            Cacheable.calls += 1
+
+        def uuid(self):
+            return "users-pass-v1"
+
+    ours = _namespace_pass(Cacheable(), {})
+    ours(None)
+    assert Cacheable.calls == 1 and ours.uuid().endswith("-users-pass-v1")
+    # a pass without a uuid is not cacheable (Inductor then bypasses its caches): neither are we
+    assert _namespace_pass(lambda graph: None, {}).uuid() is None
