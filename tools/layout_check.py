@@ -38,13 +38,13 @@ RENAME_CALLS = {"replace", "rename"}
 
 # Read "a <- b" as "b may import a": a module may import its own layer and the layers below.
 #   model <- traces, devices, roofline <- tagging, costs <- augment, summary <- report, ranks, capture,
-#   comparison <- the top (entry points: __init__, __main__, cli, backend)
+#   comparison, advice <- the top (entry points: __init__, __main__, cli, backend)
 LAYERS: dict[str, int] = {
     "model": 0,
     "traces": 1, "devices": 1, "roofline": 1,
     "tagging": 2, "costs": 2,
     "augment": 3, "summary": 3,
-    "report": 4, "ranks": 4, "capture": 4, "comparison": 4,
+    "report": 4, "ranks": 4, "capture": 4, "comparison": 4, "advice": 4,
     "__init__": 5, "__main__": 5, "cli": 5, "backend": 5,
 }
 CORE = {"config", "errors", "compat"}
