@@ -3,6 +3,7 @@
 #
 #   OUT=/tmp/gpu tools/gpu_check.sh [PHASE ...]     phases: tests zoo ncu bench integration
 #                                                   (default: all, in that order); on demand:
+#                                                   models (transformers on CUDA, tools/gpu_models.py),
 #                                                   pick (each test of PICK_TESTS), profile
 #                                                   (where a cold compile's time goes)
 #   INTEGRATION_JOBS=8 ... integration              the integration tier, 8 test files at a time
@@ -68,6 +69,10 @@ for phase in "${phases[@]}"; do
       grep -E "^(E |FAILED|ERROR|tests/.*Error)|passed|failed" "$W/pytest_gpu.log" | head -60 | tee -a "$OUT/digest.txt" ;;
     zoo)
       ZOO_TIMEOUT=${ZOO_TIMEOUT:-$(( t / 4 ))} timeout "$t" python3 tools/gpu_zoo.py "$W/zoo" ${ZOO_CASES:-} 2>&1 \
+        | tee -a "$OUT/digest.txt" ;;
+    models)
+      # transformers' GPT-2, Llama, Mixtral (tiny configs, bf16 autocast): tags and matmul FLOPs
+      MODELS_TIMEOUT=${MODELS_TIMEOUT:-$(( t / 3 ))} timeout "$t" python3 tools/gpu_models.py "$W/models" ${MODELS_CASES:-} 2>&1 \
         | tee -a "$OUT/digest.txt" ;;
     ncu)
       timeout "$t" python3 tools/gpu_ncu.py "$W/ncu" ${NCU_CASES:-} > "$W/ncu/ncu.log" 2>&1
