@@ -364,7 +364,7 @@ class _Window:
             if len(self.activities) > 1 and not torch.cuda.is_current_stream_capturing():
                 torch.cuda.synchronize()  # the last step's device work is recorded before collection ends
             with _without_kineto_status():
-                self.prof.toggle_collection_dynamic(False, self.activities)
+                self.prof.toggle_collection_dynamic(False, _toggled(self.activities))
         except Exception as e:
             log.debug("inductor_perf: could not turn profiler collection off (%s)", e)
             return False
@@ -455,6 +455,17 @@ def _ignore_cut_ranges(trace: dict) -> None:
         log.debug("inductor_perf: the range %r was open when the profiler stopped", name)
         warnings.filterwarnings("ignore", message=re.escape(name) + r" \(Triggered internally at .*collection\.cpp",
                                 category=UserWarning)
+
+
+def _toggled(activities: list[Any]) -> list[Any]:
+    """The activities :meth:`_Window.close` turns off: the host's only. Turning CUDA collection off
+    flushes CUPTI's buffers, and the Kineto of torch 2.11 then loses them: the trace kept no device
+    kernel and no runtime call at all (seen on an H200 with the env-var capture; Kineto's fix,
+    pytorch/kineto#1362, came later). Device work left on records until :meth:`stop`, and
+    :func:`~inductor_perf.capture.window.shape_window` drops what the host launched after the window."""
+    from torch.profiler import ProfilerActivity
+
+    return [a for a in activities if a == ProfilerActivity.CPU]
 
 
 def _warn_unnamed_kernels() -> None:
