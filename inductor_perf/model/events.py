@@ -18,6 +18,7 @@ _Thread = TypeVar("_Thread", bound=Hashable)
 # --- Args added to every kernel event by augmentation -------------------------------------------
 KERNEL_FLOP = "kernel_flop"                      # int: total FLOPs of this call
 KERNEL_MATMUL_FLOP = "kernel_matmul_flop"        # int: the matmul / conv / attention part
+KERNEL_RECOMPUTE_FLOP = "kernel_recompute_flop"  # int: of the matmul part, forward work the backward recomputes
 KERNEL_NUM_GB = "kernel_num_gb"                  # float: (bytes read + written) / 1e9
 KERNEL_BYTES_READ = "kernel_bytes_read"          # int
 KERNEL_BYTES_WRITTEN = "kernel_bytes_written"    # int
