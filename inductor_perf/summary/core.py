@@ -126,7 +126,7 @@ class _Totals:
         self.flop_groups: list[tuple] = []
         """The compute kernels with a FLOP count, as :data:`~inductor_perf.summary.utilization.FlopGroup`s."""
         self.recompute_tagged = False
-        """Whether any kernel carried ``kernel_recompute_flop``."""
+        """Whether any kernel's recompute is known (``kernel_recompute_flop``, or a tag's cost without it: 0)."""
         self._kind_memo: dict[tuple[Any, ...], str] = {}
 
     def kind(self, k: ParsedEvent) -> str:
@@ -253,7 +253,8 @@ def static_sums(args: Mapping[str, Any]) -> tuple:
     """What :meth:`_Totals.add` reads of a kernel's args apart from the achieved figures: (FLOPs,
     GB moved (``kernel_num_gb`` else the byte counts), how many args were not finite numbers,
     source, module path, dtype, module-table key, line-table key, memory roof, matmul FLOPs, recomputed
-    matmul FLOPs); None where unknown."""
+    matmul FLOPs: 0 for a compile-time tag's cost without the arg, which is written only above 0);
+    None where unknown."""
     flop, bad = _parsed(args, evs.KERNEL_FLOP)
     if flop is not None and flop < 0:
         flop = None
@@ -270,7 +271,8 @@ def static_sums(args: Mapping[str, Any]) -> tuple:
     src = args.get(evs.SOURCE)
     return (flop, gb, int(bad), _text(src), _text(mod), _text(args.get(evs.KERNEL_DTYPE)), evs.module_row(mod),
             evs.line_row(src), _text(args.get(evs.MEMORY_ROOF)), _nonneg(args, evs.KERNEL_MATMUL_FLOP),
-            _nonneg(args, evs.KERNEL_RECOMPUTE_FLOP))
+            _nonneg(args, evs.KERNEL_RECOMPUTE_FLOP) if evs.KERNEL_RECOMPUTE_FLOP in args
+            else 0 if args.get(evs.COST_SOURCE) == "tag" else None)
 
 
 def _nonneg(args: Mapping[str, Any], key: str) -> float | int | None:

@@ -67,8 +67,8 @@ def utilization(groups: Iterable[FlopGroup], steps: list[Any], wall_us: float, p
                 costed_pct: float | None = None) -> Utilization:
     """:class:`Utilization` of the kernels of ``groups`` (:data:`FlopGroup`) in a window of
     ``wall_us`` and its ``steps`` (the ``ProfilerStep#N`` host events, by start) against
-    ``peak_tflops`` (of ``peak_dtype``). ``recompute_tagged``: whether any kernel carried a
-    recompute count (else model FLOPs include recomputed forward matmuls, and the note says so).
+    ``peak_tflops`` (of ``peak_dtype``). ``recompute_tagged``: whether any kernel's recompute is
+    known (else model FLOPs include recomputed forward matmuls, and the note says so).
     A figure above 100 % gets its reason in the note: ``above_reason`` (the summary's own, why its
     FLOP/s read above the peak) or, without one, what can cause it. ``costed_pct``: the share of
     kernel time that carries a cost; below 100 the figures are lower bounds, and the note says so."""
@@ -101,9 +101,8 @@ def utilization(groups: Iterable[FlopGroup], steps: list[Any], wall_us: float, p
     elif peak_tflops is None:
         out.note = f"unknown: the summary states no {peak_dtype} peak"
     elif not recompute_tagged:
-        out.note = ("no kernel carries a recompute count (none tagged, or a trace not captured by our "
-                    "backend): model FLOPs include any recomputed forward matmuls, so MFU is HFU's "
-                    "matmul part")
+        out.note = ("recompute unknown (no kernel carries our compile-time tags): model FLOPs include any "
+                    "recomputed forward matmuls, so MFU is HFU's matmul part")
     if any_model:
         out.model_flop, out.hardware_flop = six_digits(total_model), six_digits(total_hw)
         out.mfu_pct = _pct(total_model, wall_us, peak_tflops)
