@@ -304,6 +304,17 @@ def _steps_table(d: dict[str, Any]) -> _Table | None:
             "executed FLOPs over its time x the peak of the MFU line")
 
 
+def _stream_idle_table(d: dict[str, Any]) -> _Table:
+    """Each stream's idle time between its kernels, by what it waited for (HTA's idle time breakdown)."""
+    rows = [[r["stream"], r["kernels"], fmt_time_us(r["idle_us"]), fmt_pct(r["host_wait_pct"]),
+             fmt_pct(r["launch_delay_pct"]), fmt_pct(r["other_pct"])] for r in d.get("idle_by_stream") or []]
+    return ("Idle time by stream (between its kernels, by what it waited for)",
+            ["Stream", "Kernels", "Idle", "Host wait", "Launch delay", "Other"], rows, list("lrrrrr"), [],
+            "Host wait = the next kernel's launch call began after the stream went idle; Launch delay = "
+            "a gap under 30 ns (launch overhead); Other = queued, yet waiting (an event, another stream), "
+            "or no launch call in the trace; shares of the stream's idle time")
+
+
 def _uncosted_table(d: dict[str, Any], fmt: str) -> _Table | None:
     rows_in = d.get("uncosted") or []
     if not rows_in:
@@ -340,6 +351,7 @@ def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
              _short_source(r["source"])] for r in d["idle_by_host"]]
     tables.append(("Idle time by host activity (innermost host event on the launching thread)",
                    ["Host activity", "Idle", "Of idle", "Gaps", "Python frame"], idle, list("lrrrl"), [], None))
+    tables.append(_stream_idle_table(d))
     near = [g["next_kernel"] or g["prev_kernel"] for g in d["gaps"]]
     names = readable_names([n for n in near if n], 32 if fmt == "text" else None)
     gaps = [[fmt_time_us(g["dur_us"]), "+" + fmt_time_us(g["start_us"]), g["position"],

@@ -39,6 +39,7 @@ from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
 from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
+from .idle_split import launch_times, stream_idle
 from .utilization import utilization
 
 __all__ = [
@@ -505,6 +506,8 @@ class SummaryParts:
     """The idle tables of the same, when computed already (by the streaming summary's helper process)."""
     unions: Mapping[int, float] | None = None
     """:func:`top_unions` of ``totals``, when computed already (likewise)."""
+    launch_ts: Mapping[int, float] | None = None
+    """Each kernel's launch call start by ``id`` (:func:`~.idle_split.launch_times`; None: made here)."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -560,6 +563,8 @@ def assemble(parts: SummaryParts) -> Summary:
         flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
         above_peak_reason=above,
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)),
+        idle_by_stream=stream_idle(kernels, parts.launch_ts if parts.launch_ts is not None else
+                                   launch_times(tk.host_events, kernels), tk.definition)[:top],
         mfu_pct=util.mfu_pct, hfu_pct=util.hfu_pct, model_flop_per_step=util.model_flop_per_step,
         hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note)
 

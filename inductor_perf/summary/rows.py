@@ -184,6 +184,9 @@ class Summary:
     hardware_flop_per_step: float | None = None
     mfu_note: str | None = None
     """Why MFU / HFU are unknown, or what they leave out."""
+    idle_by_stream: list[Any] = field(default_factory=list)
+    """:class:`inductor_perf.summary.idle_split.StreamIdleRow`: each device stream's idle time between
+    its kernels split into host wait, launch delay and other, most idle first; empty on CPU traces."""
     all_kernels: list[KernelRow] = field(default_factory=list, repr=False)
     """Every kernel row, most time first (``top_kernels`` is its head), for the report page's
     roofline; left out of ``to_dict()`` so the JSON summary keeps its size."""
