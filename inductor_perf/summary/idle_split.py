@@ -21,6 +21,7 @@ and it has no rows. Pure and torch-free; both summary engines give :func:`launch
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any, Iterable, Mapping
 
 from ..model import events as evs
@@ -32,6 +33,7 @@ LAUNCH_DELAY_US = 0.03
 kernel and the one before it are launch overhead."""
 
 CAUSES = ("host_wait", "launch_delay", "other")
+_START = attrgetter("ts")
 
 
 @dataclass
@@ -84,7 +86,7 @@ def stream_idle(kernels: list[ParsedEvent], launch: Mapping[int, float] | None, 
         streams.setdefault((k.pid, k.tid), []).append(k)
     rows = []
     for (pid, tid), ks in streams.items():
-        ks.sort(key=lambda k: (k.ts, k.end))
+        ks.sort(key=_START)  # stable: kernels starting together keep their order
         split = [0.0, 0.0, 0.0]
         end = ks[0].end
         for k in ks[1:]:
