@@ -225,6 +225,27 @@ def _check_cache_dir() -> None:
     _require(callable(cache_dir), "cache_dir")
 
 
+def _check_partitioner_tags() -> None:
+    from torch._functorch import partitioners
+
+    _require(callable(getattr(partitioners, "_has_tag_is_forward", None)), "partitioners._has_tag_is_forward")
+
+
+def is_recomputed_forward(node: Any, is_backward: bool) -> bool:
+    """Whether FX ``node`` of a graph being compiled is forward work that a backward graph recomputes:
+    the AOTAutograd partitioner marks every node of the joint graph forward or backward
+    (``node.meta["partitioner_tag"]``) and copies a node's meta into the backward graph it extracts, so
+    a backward graph's node marked forward was recomputed there (activation checkpointing, or the
+    min-cut partitioner's own choice). False for a forward graph, and where torch lacks the mark."""
+    if not is_backward:
+        return False
+    try:
+        from torch._functorch.partitioners import _has_tag_is_forward
+    except ImportError:
+        return False
+    return bool(_has_tag_is_forward(node))
+
+
 INTERNALS: tuple[Internal, ...] = (
     Internal("torch._inductor.debug.set_kernel_post_grad_provenance_tracing",
              "tagging.collector.collecting: sees every kernel call site at codegen time", _check_provenance_hook),
@@ -258,6 +279,10 @@ INTERNALS: tuple[Internal, ...] = (
              "tagging.instrument: per-call profiler ranges", _check_fast_record_function),
     Internal("torch._inductor.runtime.cache_dir_utils.cache_dir",
              "tagging.store: where tags are stored", _check_cache_dir),
+    Internal("torch._functorch.partitioners._has_tag_is_forward (node.meta['partitioner_tag'])",
+             "tagging.collector: a backward kernel's recomputed forward matmuls (KernelTag.recompute_flops)",
+             _check_partitioner_tags,
+             fallback="recompute is not told apart: model FLOPs (MFU) include recomputed forward matmuls"),
 )
 
 

@@ -82,6 +82,7 @@ def static_args(cost: EventCost) -> tuple[dict[str, Any], dict[str, Any]]:
     head: dict[str, Any] = {
         evs.KERNEL_FLOP: int(cost.flops),
         evs.KERNEL_MATMUL_FLOP: int(cost.matmul_flops),
+        evs.KERNEL_RECOMPUTE_FLOP: int(cost.recompute_flops) if cost.recompute_flops else None,
         evs.KERNEL_NUM_GB: _ratio(nbytes, 1e9),
     }
     if cost.cost_source != "triton":

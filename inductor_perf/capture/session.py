@@ -60,6 +60,14 @@ class CaptureResult:
     warnings: list[str] = field(default_factory=list)
     events_tagged: int = 0
     steps: int = 0
+    device: Any = field(default=None, repr=False)
+    """The device row the figures are measured against (the page's roofs); None when unknown."""
+
+    def _repr_html_(self) -> str:
+        """In a notebook, the capture shows as its report page (:func:`report.html.notebook_html`)."""
+        from ..report.html import notebook_html
+
+        return notebook_html(self.summary, self.device, self.warnings)
 
 
 def _rank() -> tuple[int | None, int | None]:
@@ -149,7 +157,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     if summary.costs_note:  # eager ops costed from their shapes: the written trace carries the costs
         augmented[RECORD_KEY]["costs_note"] = summary.costs_note
     warnings = list(extra_warnings or []) + jstats.warnings()
-    result = CaptureResult(summary=summary, warnings=warnings, events_tagged=len(costs))
+    result = CaptureResult(summary=summary, warnings=warnings, events_tagged=len(costs), device=costed.device)
     text = format_summary(summary, "text")
     if warnings:
         text += "\n\nNotes:\n" + "\n".join(f"- {w}" for w in warnings)

@@ -45,7 +45,7 @@ def event_cost(tag: KernelTag, symbols: Mapping[str, int] | None) -> EventCost:
         dtype=_dtype(tag), source=tag.source, module_path=tag.module_path,
         node_names=tuple(n.name for n in tag.nodes), stack_trace=tag.stack_trace,
         kind=tag.kind, graph_id=tag.graph_id, is_backward=tag.is_backward, cost_source="tag",
-        eager_ops=tag.eager_ops, tag=tag,
+        eager_ops=tag.eager_ops, tag=tag, recompute_flops=int(t.recompute_flops),
     )
 
 
@@ -55,8 +55,8 @@ def _split(cost: EventCost, weights: list[float]) -> list[EventCost]:
     # Kernels without durations share equally.
     shares = [w / total for w in weights] if total else [1.0 / len(weights)] * len(weights)
     out = []
-    acc = [0, 0, 0, 0]
-    fields = ("flops", "matmul_flops", "bytes_read", "bytes_written")
+    acc = [0, 0, 0, 0, 0]
+    fields = ("flops", "matmul_flops", "bytes_read", "bytes_written", "recompute_flops")
     for k, share in enumerate(shares):
         vals = []
         for j, f in enumerate(fields):

@@ -75,6 +75,8 @@ class EventCost:
     cost_source: str = "shapes"
     """"tag" | "shapes" | "triton". For "triton" only the total bytes are known (kept in
     ``bytes_read``), so the read/written split is not written to the trace."""
+    recompute_flops: int = 0
+    """Of ``matmul_flops``, recomputed forward work (a tag's ``recompute_flops``; 0 for other costs)."""
     memory_roof: str | None = None
     """The roof ``achieved_bandwidth_pct`` is measured against when it is not the device memory:
     "host_link" (HtoD / DtoH copies), "interconnect" (peer copies, collectives); "hbm" for the

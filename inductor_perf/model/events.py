@@ -18,6 +18,7 @@ _Thread = TypeVar("_Thread", bound=Hashable)
 # --- Args added to every kernel event by augmentation -------------------------------------------
 KERNEL_FLOP = "kernel_flop"                      # int: total FLOPs of this call
 KERNEL_MATMUL_FLOP = "kernel_matmul_flop"        # int: the matmul / conv / attention part
+KERNEL_RECOMPUTE_FLOP = "kernel_recompute_flop"  # int: of the matmul part, forward work the backward recomputes
 KERNEL_NUM_GB = "kernel_num_gb"                  # float: (bytes read + written) / 1e9
 KERNEL_BYTES_READ = "kernel_bytes_read"          # int
 KERNEL_BYTES_WRITTEN = "kernel_bytes_written"    # int
@@ -69,7 +70,7 @@ LOWER_BOUND = "lower"
 that change its cost, and the least cost over every value torch accepts was taken."""
 
 ADDED_ARG_KEYS = (
-    KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
+    KERNEL_FLOP, KERNEL_MATMUL_FLOP, KERNEL_RECOMPUTE_FLOP, KERNEL_NUM_GB, KERNEL_BYTES_READ, KERNEL_BYTES_WRITTEN,
     ACHIEVED_TFLOPS, ACHIEVED_GBPS, ACHIEVED_FLOPS_PCT, ACHIEVED_BANDWIDTH_PCT, ROOFLINE_BOUND,
     SOURCE, MODULE_PATH, NODE_NAMES, STACK_TRACE, KERNEL_KIND, GRAPH_ID, IS_BACKWARD, COST_SOURCE, EAGER_OPS,
     KERNEL_DTYPE, LAUNCH_OP, NOT_COSTED, COST_BOUND, COMM_OP, COMM_BYTES, GROUP_SIZE, ALGBW_GBPS, BUSBW_GBPS,

@@ -227,7 +227,7 @@ def aten_op_name(target: str | None) -> str | None:
     return target
 
 
-_COSTS = ("flops", "matmul_flops", "bytes_read", "bytes_written")
+_COSTS = ("flops", "matmul_flops", "bytes_read", "bytes_written", "recompute_flops")
 
 
 def _size(value: Any) -> Any:
@@ -312,6 +312,9 @@ class KernelTag:
     """``cpu`` or ``cuda``: where the kernel runs."""
     op: str | None = None
     """For extern kernels, the overload Inductor calls (``aten.addmm.out``)."""
+    recompute_flops: Quantity = 0
+    """Of ``matmul_flops``, the forward matmuls a backward graph recomputes (nodes the AOTAutograd
+    partitioner marked forward: :func:`inductor_perf.compat.is_recomputed_forward`); 0 elsewhere."""
 
     def __post_init__(self) -> None:
         # Symbolic costs (text, e.g. read back from JSON) become SizeExprs, which do arithmetic.
@@ -345,6 +348,7 @@ class KernelTag:
             matmul_flops=evaluate(self.matmul_flops, symbols),
             bytes_read=evaluate(self.bytes_read, symbols),
             bytes_written=evaluate(self.bytes_written, symbols),
+            recompute_flops=evaluate(self.recompute_flops, symbols),
         )
 
     def to_dict(self) -> dict[str, Any]:

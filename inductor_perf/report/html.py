@@ -215,6 +215,18 @@ def render_report(source: Any, *, device: Any = None, title: str | None = None, 
               "fetches nothing.</p></body></html>\n")
 
 
+def notebook_html(summary: Any, device: Any = None, warnings: Iterable[str] = (), *, height_px: int = 800) -> str:
+    """The page of ``summary`` as a notebook cell shows it (``CaptureResult._repr_html_``): the page
+    itself (:func:`render_report`, findings and tables as in the file) in an ``<iframe srcdoc>``, so
+    that its stylesheet does not restyle the notebook; a paragraph of ``warnings`` without a summary."""
+    if summary is None:
+        why = "; ".join(warnings) or "nothing was captured"
+        return f"<p>inductor_perf: no summary ({esc(why)})</p>"
+    page = render_report(None, device=device, summary=summary, title=summary.label or "trace")
+    return (f"<iframe srcdoc=\"{esc(page)}\" title='inductor-perf report' "
+            f"style='width:100%;height:{int(height_px)}px;border:1px solid #ddd'></iframe>")
+
+
 def write_report(source: Any, out_path: str | os.PathLike, *, device: Any = None, title: str | None = None,
                  summary: Any = None, comparison: Any = None,
                  stage: Callable[[str], None] | None = None) -> str:

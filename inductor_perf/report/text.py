@@ -24,88 +24,11 @@ from ..model import events as evs
 from ..model.events import strict_json
 from ..model.kernel_kinds import KIND_LABELS
 from ..model.kernel_names import readable_names
+from .units import (_NA, _SI, _finite, _scaled, _sig, fmt_bytes, fmt_flop, fmt_gb, fmt_gbps, fmt_pct,  # noqa: F401
+                    fmt_si, fmt_tflops, fmt_time_us)
 
 FORMATS = ("text", "markdown", "json")
 TEXT_WIDTH = 100
-_NA = "-"
-
-
-# --- Units ----------------------------------------------------------------------------------------
-def _sig(x: float, digits: int = 3) -> str:
-    """``x`` with ``digits`` significant digits, never in exponent notation."""
-    if x == 0:
-        return "0"
-    mag = int(math.floor(math.log10(abs(x))))
-    decimals = max(0, digits - 1 - mag)
-    return f"{x:.{decimals}f}"
-
-
-def _finite(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
-def fmt_time_us(us: float | None) -> str:
-    """A duration given in µs: ``'812 ns'``-free on purpose: ``0.31 µs``, ``12.3 µs``, ``1.44 ms``, ``2.05 s``."""
-    if not _finite(us):
-        return _NA
-    a = abs(us)
-    if a >= 1e6:
-        return f"{_sig(us / 1e6)} s"
-    if a >= 1e3:
-        return f"{_sig(us / 1e3)} ms"
-    return f"{_sig(us)} µs"
-
-
-def _scaled(x: float | None, unit: str, steps: Sequence[tuple[float, str]]) -> str:
-    if not _finite(x):
-        return _NA
-    for scale, prefix in steps:
-        if abs(x) >= scale:
-            return f"{_sig(x / scale)} {prefix}{unit}"
-    return f"{_sig(x)} {unit}"
-
-
-_SI = ((1e15, "P"), (1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"))
-
-
-def fmt_flop(flop: float | None) -> str:
-    """A FLOP count: ``4.87 MFLOP``, ``1.61 GFLOP``, ``2.00 TFLOP``."""
-    return _scaled(flop, "FLOP", _SI)
-
-
-def fmt_bytes(nbytes: float | None) -> str:
-    """A byte count, decimal units: ``512 kB``, ``3.20 MB``, ``1.50 GB``."""
-    return _scaled(nbytes, "B", _SI)
-
-
-def fmt_gb(gb: float | None) -> str:
-    """A size given in GB (1e9 bytes), shown with a fitting unit."""
-    return fmt_bytes(gb * 1e9) if _finite(gb) else _NA
-
-
-def fmt_tflops(tflops: float | None) -> str:
-    """A rate given in TFLOP/s: ``1.23 TFLOP/s``, ``456 GFLOP/s``."""
-    return _scaled(tflops * 1e12, "FLOP/s", _SI) if _finite(tflops) else _NA
-
-
-def fmt_gbps(gbps: float | None) -> str:
-    """A bandwidth given in GB/s: ``12.3 GB/s``, ``1.20 TB/s``, ``456 MB/s``."""
-    return _scaled(gbps * 1e9, "B/s", _SI) if _finite(gbps) else _NA
-
-
-def fmt_pct(pct: float | None) -> str:
-    """A percentage with one decimal: ``36.2 %``."""
-    return f"{pct:.1f} %" if _finite(pct) else _NA
-
-
-def fmt_si(x: float | None) -> str:
-    """A bare number with an SI prefix, for narrow columns: ``1.61G``, ``512k``, ``12``."""
-    if not _finite(x):
-        return _NA
-    for scale, prefix in _SI:
-        if abs(x) >= scale:
-            return f"{_sig(x / scale)}{prefix}"
-    return _sig(x)
 
 
 def _placement(row: dict[str, Any]) -> dict[str, Any]:
@@ -302,10 +225,26 @@ def _headline(d: dict[str, Any]) -> list[tuple[str, str]]:
             pairs[-1] = ("Of peak", pairs[-1][1] + f"; above 100 %: {d['above_peak_reason']}")
     else:
         pairs.append(("Of peak", f"unknown ({note or 'no device peaks given'})"))
+    if "mfu_pct" in d:
+        pairs.append(("MFU", _mfu_text(d)))
     dist = d.get("distributed")
     if dist:
         pairs.append(("Distributed", ", ".join(f"{k} {v}" for k, v in dist.items())))
     return pairs
+
+
+def _mfu_text(d: dict[str, Any]) -> str:
+    """The MFU line: MFU and HFU of the window, the FLOPs of a step, and the note (why unknown, or
+    what the figures leave out)."""
+    note = d.get("mfu_note")
+    if d["mfu_pct"] is None and d.get("hfu_pct") is None:
+        return f"n/a ({note or 'unknown'})"
+    per = ""
+    if d.get("model_flop_per_step") is not None:
+        per = (f"; per step {fmt_flop(d['model_flop_per_step'])} model, "
+               f"{fmt_flop(d.get('hardware_flop_per_step'))} executed")
+    return (f"{_na_pct(d['mfu_pct'])}, HFU {_na_pct(d.get('hfu_pct'))}  (of {fmt_tflops(d['peak']['peak_tflops'])} "
+            f"{d['peak']['dtype'] or ''} over the window{per}{'; ' + note if note else ''})")
 
 
 _Table = tuple[str, list[str], list[list[Any]], list[str], list[int], str | None]
@@ -355,12 +294,25 @@ def _steps_table(d: dict[str, Any]) -> _Table | None:
         return None
     rows = [[("* " if r["name"] == d.get("slowest_step") else "") + r["name"], fmt_time_us(r["dur_us"]),
              fmt_pct(r["busy_pct"]), fmt_pct(r["matmul_pct"]), fmt_pct(r["other_pct"]), fmt_pct(r["comm_pct"]),
-             fmt_pct(r["idle_pct"]), r["kernel_count"]] for r in steps]
+             fmt_pct(r["idle_pct"]), r["kernel_count"], fmt_pct(r.get("mfu_pct")), fmt_pct(r.get("hfu_pct"))]
+            for r in steps]
     return (f"Steps ({len(steps)}; * = slowest)", ["Step", "Time", "Busy", "Matmul", "Other", "Comm", "Idle",
-                                                  "Kernels"], rows, list("lrrrrrrr"), [0],
+                                                  "Kernels", "MFU", "HFU"], rows, list("lrrrrrrrrr"), [0],
             "shares of the step's time, adding to 100 %: Matmul = a matmul/conv/attention kernel runs; "
             "Other = other device work and no matmul; Comm = only collectives run (exposed); "
-            "Busy = Matmul + Other + Comm (union over all streams)")
+            "Busy = Matmul + Other + Comm (union over all streams); MFU / HFU = the step's model / "
+            "executed FLOPs over its time x the peak of the MFU line")
+
+
+def _stream_idle_table(d: dict[str, Any]) -> _Table:
+    """Each stream's idle time between its kernels, by what it waited for (HTA's idle time breakdown)."""
+    rows = [[r["stream"], r["kernels"], fmt_time_us(r["idle_us"]), fmt_pct(r["host_wait_pct"]),
+             fmt_pct(r["launch_delay_pct"]), fmt_pct(r["other_pct"])] for r in d.get("idle_by_stream") or []]
+    return ("Idle time by stream (between its kernels, by what it waited for)",
+            ["Stream", "Kernels", "Idle", "Host wait", "Launch delay", "Other"], rows, list("lrrrrr"), [],
+            "Host wait = the next kernel's launch call began after the stream went idle; Launch delay = "
+            "a gap under 30 ns (launch overhead); Other = queued, yet waiting (an event, another stream), "
+            "or no launch call in the trace; shares of the stream's idle time")
 
 
 def _uncosted_table(d: dict[str, Any], fmt: str) -> _Table | None:
@@ -399,6 +351,7 @@ def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
              _short_source(r["source"])] for r in d["idle_by_host"]]
     tables.append(("Idle time by host activity (innermost host event on the launching thread)",
                    ["Host activity", "Idle", "Of idle", "Gaps", "Python frame"], idle, list("lrrrl"), [], None))
+    tables.append(_stream_idle_table(d))
     near = [g["next_kernel"] or g["prev_kernel"] for g in d["gaps"]]
     names = readable_names([n for n in near if n], 32 if fmt == "text" else None)
     gaps = [[fmt_time_us(g["dur_us"]), "+" + fmt_time_us(g["start_us"]), g["position"],

@@ -29,7 +29,7 @@ from typing import Any, Mapping
 from ..devices.peaks import dtype_peak
 from ..model import events as evs
 from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET,
-                                  KIND_OTHER, KINDS, kernel_kind)
+                                  KIND_OTHER, KINDS, MATMUL_LIKE, kernel_kind)
 from ..roofline.roofs import Roofs
 from .comm import ComputeSums, comm_view
 from .coverage import CoverageFigures, coverage
@@ -38,7 +38,9 @@ from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_
                       TraceKernels, ParsedEvent, _num, _parse, headline_dtype, select_kernels)
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
-from .steps import median, slowest_step, step_rows
+from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
+from .idle_split import launch_times, stream_idle
+from .utilization import utilization
 
 __all__ = [
     "DEF_CPU_COMPILED", "DEF_CPU_EAGER", "DEF_GPU", "DEF_NONE", "GRAPH_CALL_PREFIX", "KERNEL_DEFINITIONS",
@@ -122,6 +124,10 @@ class _Totals:
         """Kernel args present but not finite numbers."""
         self.kinds: dict[int, str] = {}
         """``id(kernel)`` -> its kind, for the per-step view."""
+        self.flop_groups: list[tuple] = []
+        """The compute kernels with a FLOP count, as :data:`~inductor_perf.summary.utilization.FlopGroup`s."""
+        self.recompute_tagged = False
+        """Whether any kernel's recompute is known (``kernel_recompute_flop``, or a tag's cost without it: 0)."""
         self._kind_memo: dict[tuple[Any, ...], str] = {}
 
     def kind(self, k: ParsedEvent) -> str:
@@ -171,7 +177,7 @@ class _Totals:
         sum to ``fp_time`` / ``bp_time`` (default ``time``); ``bounds`` the duration by roofline
         bound. The same sums as adding them one by one, but for the order of the float additions."""
         self.split[kind] += time
-        flop, gb, bad, source, module, dtype, _, _, memory_roof = st
+        flop, gb, bad, source, module, dtype, _, _, memory_roof, mm, rc = st
         self.bad_args += bad * n
         # A copy's or a collective's 0 FLOPs say nothing of the compute: only a compute kernel's
         # count makes FLOP totals and rates known (else they are unknown, not 0).
@@ -181,6 +187,11 @@ class _Totals:
             self.flop += flop * n
             self.flop_known_time += time
             self.any_flop = True
+            if mm is None and kind in MATMUL_LIKE:
+                mm = flop
+            if rc is not None:
+                self.recompute_tagged = True
+            self.flop_groups.append((members, flop, mm - (rc or 0) if mm is not None and mm > 0 else None))
         if gb is not None:
             self.gb += gb * n
             self.any_gb = True
@@ -242,7 +253,9 @@ def _text(v: Any) -> str | None:
 def static_sums(args: Mapping[str, Any]) -> tuple:
     """What :meth:`_Totals.add` reads of a kernel's args apart from the achieved figures: (FLOPs,
     GB moved (``kernel_num_gb`` else the byte counts), how many args were not finite numbers,
-    source, module path, dtype, module-table key, line-table key, memory roof); None where unknown."""
+    source, module path, dtype, module-table key, line-table key, memory roof, matmul FLOPs, recomputed
+    matmul FLOPs: 0 for a compile-time tag's cost without the arg, which is written only above 0);
+    None where unknown."""
     flop, bad = _parsed(args, evs.KERNEL_FLOP)
     if flop is not None and flop < 0:
         flop = None
@@ -258,7 +271,15 @@ def static_sums(args: Mapping[str, Any]) -> tuple:
     mod = args.get(evs.MODULE_PATH)
     src = args.get(evs.SOURCE)
     return (flop, gb, int(bad), _text(src), _text(mod), _text(args.get(evs.KERNEL_DTYPE)), evs.module_row(mod),
-            evs.line_row(src), _text(args.get(evs.MEMORY_ROOF)))
+            evs.line_row(src), _text(args.get(evs.MEMORY_ROOF)), _nonneg(args, evs.KERNEL_MATMUL_FLOP),
+            _nonneg(args, evs.KERNEL_RECOMPUTE_FLOP) if evs.KERNEL_RECOMPUTE_FLOP in args
+            else 0 if args.get(evs.COST_SOURCE) == "tag" else None)
+
+
+def _nonneg(args: Mapping[str, Any], key: str) -> float | int | None:
+    """The non-negative number at ``key`` of a kernel's args, else None (counted bad by the FLOP sums)."""
+    v = _num(args[key]) if key in args else None
+    return v if v is not None and v >= 0 else None
 
 
 def _totals(kernels: list[ParsedEvent]) -> _Totals:
@@ -485,6 +506,8 @@ class SummaryParts:
     """The idle tables of the same, when computed already (by the streaming summary's helper process)."""
     unions: Mapping[int, float] | None = None
     """:func:`top_unions` of ``totals``, when computed already (likewise)."""
+    launch_ts: Mapping[int, float] | None = None
+    """Each kernel's launch call start by ``id`` (:func:`~.idle_split.launch_times`; None: made here)."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -505,6 +528,10 @@ def assemble(parts: SummaryParts) -> Summary:
     split = totals.split
     costed_pct, uncosted, lower_pct = parts.coverage
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
+    above = above_peak_reason(flops_pct, bandwidth_pct, peak.dtype, roofs, rows)
+    util = utilization(totals.flop_groups, profiler_steps(tk.host_events), window.wall, peak.peak_tflops, peak.dtype,
+                       totals.recompute_tagged, above, parts.coverage[0])
+    with_flops(steps, util.steps)
     notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, window.basis)
     notes += roof_notes(roofs, rows)
     slowest = slowest_step(steps)
@@ -534,8 +561,12 @@ def assemble(parts: SummaryParts) -> Summary:
         steps=steps,
         slowest_step=slowest, window_basis=window.basis,
         flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
-        above_peak_reason=above_peak_reason(flops_pct, bandwidth_pct, peak.dtype, roofs, rows),
-        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
+        above_peak_reason=above,
+        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)),
+        idle_by_stream=stream_idle(kernels, parts.launch_ts if parts.launch_ts is not None else
+                                   launch_times(tk.host_events, kernels), tk.definition)[:top],
+        mfu_pct=util.mfu_pct, hfu_pct=util.hfu_pct, model_flop_per_step=util.model_flop_per_step,
+        hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note)
 
 
 def _flops_unknown(kernels: list[ParsedEvent], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:

@@ -173,6 +173,20 @@ class Summary:
     """What the window (``wall_us``, the denominator of busy and idle) spans: "steps" (the recorded
     ``ProfilerStep#N`` ranges), "kernels" (first to last kernel) or "events" (no kernel);
     :data:`inductor_perf.summary.idle.WINDOW_BASES`."""
+    mfu_pct: float | None = None
+    """Model FLOPs utilization of the window: matmul-class FLOPs, recompute excluded, over the window's
+    wall time x ``peak.peak_tflops`` (:mod:`inductor_perf.summary.utilization`); None: unknown
+    (``mfu_note`` says why)."""
+    hfu_pct: float | None = None
+    """Hardware FLOPs utilization of the window: every executed FLOP over the same."""
+    model_flop_per_step: float | None = None
+    """Mean model FLOPs of a recorded step; None without steps or matmul-class costs."""
+    hardware_flop_per_step: float | None = None
+    mfu_note: str | None = None
+    """Why MFU / HFU are unknown, or what they leave out."""
+    idle_by_stream: list[Any] = field(default_factory=list)
+    """:class:`inductor_perf.summary.idle_split.StreamIdleRow`: each device stream's idle time between
+    its kernels split into host wait, launch delay and other, most idle first; empty on CPU traces."""
     all_kernels: list[KernelRow] = field(default_factory=list, repr=False)
     """Every kernel row, most time first (``top_kernels`` is its head), for the report page's
     roofline; left out of ``to_dict()`` so the JSON summary keeps its size."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any, Iterable
 
 from ..model import events as evs
 from ..model.kernel_kinds import KIND_COLLECTIVE, MATMUL_LIKE
@@ -46,6 +46,15 @@ class StepRow:
     other_pct: float | None
     comm_pct: float | None
     idle_pct: float | None
+    model_flop: float | None = None
+    """Matmul-class FLOPs of the kernels that start in the step, recompute excluded
+    (:mod:`inductor_perf.summary.utilization`); None: none is costed."""
+    hardware_flop: float | None = None
+    """Every FLOP of the compute kernels that start in the step."""
+    mfu_pct: float | None = None
+    """``model_flop`` / step time / the summary's peak (its ``peak.peak_tflops``)."""
+    hfu_pct: float | None = None
+    """``hardware_flop`` / step time / the same peak."""
 
 
 def _union(spans: Iterable[tuple[float, float]]) -> float:
@@ -103,6 +112,13 @@ def step_rows(host_events: list[ParsedEvent], kernels: list[ParsedEvent], kinds:
             busy_pct=percent(busy, dur), matmul_pct=percent(u0, dur), other_pct=percent(u01 - u0, dur),
             comm_pct=percent(busy - u01, dur), idle_pct=percent(max(0.0, dur - busy), dur)))
     return rows
+
+
+def with_flops(rows: list[StepRow], flops: list[Any]) -> None:
+    """Set each row's FLOPs and MFU / HFU from its :class:`~inductor_perf.summary.utilization.StepFlops`
+    (both lists one per ``ProfilerStep#N``, in time order)."""
+    for r, f in zip(rows, flops):
+        r.model_flop, r.hardware_flop, r.mfu_pct, r.hfu_pct = f.model_flop, f.hardware_flop, f.mfu_pct, f.hfu_pct
 
 
 def median(values: Iterable[float]) -> float | None:

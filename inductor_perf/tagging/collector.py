@@ -27,6 +27,7 @@ import torch
 
 from . import kernel_io
 from . import node_costs as costs
+from .. import compat
 from ..costs.ops.convention import is_matmul_op
 from ..model.tags import EXTERN, GENERATED, KernelTag, NodeInfo
 from .module_paths import _parameter_of, node_module_path
@@ -112,6 +113,7 @@ class _Pending:
     device: str
     op: str | None
     wrapper_id: int
+    recompute_flops: costs.Expr = 0
 
 
 @dataclass
@@ -158,7 +160,7 @@ class TagCollector:
         subs = [sub for s in snodes for sub in (s.get_nodes() if hasattr(s, "get_nodes") else [s])
                 if getattr(sub, "node", None) is not None]
         order = self._graph_order()
-        nodes, flops, mm = _generated_costs(subs, V.graph, order)
+        nodes, flops, mm, rc = _generated_costs(subs, V.graph, order, self.is_backward)
         args = kernel_io.find_kernel_args()
         if args is not None:
             read, written = kernel_io.kernel_args_bytes(args)
@@ -170,7 +172,7 @@ class TagCollector:
             self.profiler_graph_id = gid
         prefix = f"graph_{gid}_" if (device == "cpu" and gid is not None) else ""
         return _Pending(kernel_name, GENERATED, nodes, flops, mm, read, written,
-                        prefix + kernel_name, device, None, id(V.graph.wrapper_code))
+                        prefix + kernel_name, device, None, id(V.graph.wrapper_code), rc)
 
     def _extern(self, kernel: Any, kernel_name: str) -> _Pending:
         from torch._inductor.virtualized import V
@@ -211,9 +213,10 @@ class TagCollector:
         # Under cpp_wrapper the trace shows the C shim (aoti_torch_cpu_addmm_out), which is
         # the kernel name Inductor passes us; the Python wrapper calls the aten op itself.
         profiler_name = kernel_name if V.graph.cpp_wrapper else (schema_name or kernel_name)
+        rc = mm if main is not None and compat.is_recomputed_forward(main, self.is_backward) else 0
         return _Pending(kernel_name, EXTERN, nodes, flops, mm, read, written, profiler_name,
                         _device_of(kernel), _target_name(target) if target is not None else None,
-                        id(V.graph.wrapper_code))
+                        id(V.graph.wrapper_code), rc)
 
     def finish(self) -> list[KernelTag]:
         """The collected call sites as tags. Raises the first collection error, if any."""
@@ -241,13 +244,15 @@ class TagCollector:
                 profiler_name=p.profiler_name,
                 device=p.device,
                 op=p.op,
+                recompute_flops=costs.to_quantity(p.recompute_flops),
             ))
         return tags
 
 
-def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.Node, int],
-                     ) -> tuple[list[torch.fx.Node], costs.Expr, costs.Expr]:
-    """The FX nodes (in graph order), FLOPs and matmul FLOPs of a generated kernel's IR nodes.
+def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.Node, int], is_backward: bool = False,
+                     ) -> tuple[list[torch.fx.Node], costs.Expr, costs.Expr, costs.Expr]:
+    """The FX nodes (in graph order), FLOPs, matmul FLOPs and, of those, recomputed forward matmul
+    FLOPs (a backward graph's nodes :func:`compat.is_recomputed_forward`) of a generated kernel's IR nodes.
 
     docs/costs.md has the rules. An FX node counts in full where the kernel computes it: a
     pointwise node in every IR node that inlines it (recomputation is work), a reduction in an IR
@@ -283,6 +288,7 @@ def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.No
             tails[n] = tails.get(n, 0) + elements
     flops: costs.Expr = 0
     mm: costs.Expr = 0
+    rc: costs.Expr = 0
     for own, work in later:
         if not own <= full:  # its first stage ran in another kernel
             flops = flops + work
@@ -293,9 +299,11 @@ def _generated_costs(subs: Sequence[Any], graph: Any, order: Mapping[torch.fx.No
                 continue
             c = costs.node_cost(n)
             flops, mm = flops + c.flops, mm + c.matmul_flops
+            if is_backward and compat.is_recomputed_forward(n, is_backward):
+                rc = rc + c.matmul_flops
         elif n in tails:
             flops = flops + tails[n]
-    return nodes, flops, mm
+    return nodes, flops, mm, rc
 
 
 def _same_op(packet: Any, called: Any) -> bool:

@@ -206,7 +206,8 @@ class _Pass:
         self._kernel_names: dict[str, str] = {}
         self._thread_keys: dict[tuple[Any, Any], tuple[Any, Any]] = {}
         self.threads = _Threads()
-        self.by_corr: dict[Any, tuple[Any, Any]] = {}
+        self.by_corr: dict[Any, tuple[tuple[Any, Any], float]] = {}
+        """Correlation id of each runtime call -> (its thread, its start)."""
         self.graph_launches = False
         self.steps: list[ParsedEvent] = []
         """The host events the tables read besides the forest: ``ProfilerStep#N`` ranges and host
@@ -279,7 +280,7 @@ class _Pass:
             if cls == 4:
                 corr = args.get("correlation")
                 if corr is not None:
-                    self.by_corr[_hashable(corr)] = key
+                    self.by_corr[_hashable(corr)] = (key, ts)
                 if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
                     self.graph_launches = True
             elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):

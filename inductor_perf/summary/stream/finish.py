@@ -199,8 +199,23 @@ def _launchers(seen: Any) -> dict[int, Any]:
     from ..kernels import _hashable
 
     by_corr = seen.by_corr
-    return {id(k): by_corr.get(corr if type(corr) is int else _hashable(corr))
+    none = (None, None)
+    return {id(k): by_corr.get(corr if type(corr) is int else _hashable(corr), none)[0]
             for k, corr in zip(seen.kernels, seen.kernel_corr)}
+
+
+def _launch_times(seen: Any) -> dict[int, float]:
+    """Each kernel's launch call start, by ``id`` of the kernel (those with a runtime call): what
+    :func:`~inductor_perf.summary.idle_split.launch_times` gives the in-memory engine."""
+    from ..kernels import _hashable
+
+    by_corr = seen.by_corr
+    out = {}
+    for k, corr in zip(seen.kernels, seen.kernel_corr):
+        got = by_corr.get(corr if type(corr) is int else _hashable(corr)) if corr is not None else None
+        if got is not None:
+            out[id(k)] = got[1]
+    return out
 
 
 def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
@@ -342,12 +357,13 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     else:  # no helper, or it failed
         window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
         launcher = _launchers(seen)
+    launch_ts = _launch_times(seen)
     seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
     summary = assemble(SummaryParts(
         kernels=tk, counts=counts, window=window, launcher=launcher, graph_launches=seen.graph_launches,
         distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
-        costs_note=costs_note, idle=idle, unions=unions))
+        costs_note=costs_note, idle=idle, unions=unions, launch_ts=launch_ts))
     return summary, device
 
 

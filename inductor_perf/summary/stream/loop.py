@@ -313,7 +313,7 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
     if pc == _P_RUNTIME:
         corr = args.get("correlation")
         if corr is not None:
-            seen.by_corr[corr if type(corr) is int else _hashable(corr)] = key
+            seen.by_corr[corr if type(corr) is int else _hashable(corr)] = (key, ts)
         if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
             seen.graph_launches = True
     elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):

@@ -39,11 +39,11 @@ def test_every_reader_takes_the_same_runtime_calls(cat):
     assert (loop._route(cat, _Pass())[1] == loop._P_RUNTIME) is runtime  # the streaming summary
 
 
-def test_streaming_pass_keeps_the_launching_thread():
+def test_streaming_pass_keeps_the_launching_thread_and_launch_time():
     seen = _Pass()
     seen.add(0, {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 0.0,
                  "dur": 1.0, "args": {"correlation": 9}})
-    assert seen.by_corr == {9: (1, 2)}
+    assert seen.by_corr == {9: ((1, 2), 0.0)}  # the launching thread, and the launch's start
 
 
 @pytest.mark.parametrize("cat, name, replay", [

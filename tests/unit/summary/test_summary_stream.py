@@ -275,3 +275,26 @@ def test_both_engines_hand_assemble_one_summary_parts(generated, monkeypatch):
     assert len(full.kernels.kernels) == len(streamed.kernels.kernels) > 0
     assert full.window.busy == pytest.approx(streamed.window.busy)
     assert full.idle is None and streamed.idle is None  # a small file: no helper computed them
+
+
+def test_mfu_per_step_same_in_both_engines(tmp_path):
+    """MFU / HFU of the window and of each step, the same in both engines, on a GPU trace given two
+    ``ProfilerStep#N`` ranges that split its kernels (the fixture has none of its own); and known:
+    the kernels carry matmul FLOPs and the device row a peak."""
+    trace = tf.load_trace(str(FIXTURES / "gpu" / "gpt_bf16.trace.json.gz"))
+    ops = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "cpu_op"]
+    lo, hi = min(e["ts"] for e in ops), max(e["ts"] + e["dur"] for e in ops)
+    mid = (lo + hi) / 2
+    host = ops[0]
+    for i, (a, b) in enumerate(((lo, mid), (mid, hi + 1e6))):
+        trace["traceEvents"].append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{i}", "ts": a,
+                                     "dur": b - a, "pid": host["pid"], "tid": host["tid"], "args": {}})
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps(trace))
+    full, streamed, _ = _both(path)
+    assert not differences(full, streamed)
+    keys = ("mfu_pct", "hfu_pct", "model_flop_per_step", "hardware_flop_per_step", "mfu_note")
+    assert [full[k] for k in keys] == [streamed[k] for k in keys]
+    assert full["mfu_pct"] is not None and full["model_flop_per_step"] is not None
+    assert [s["mfu_pct"] for s in full["steps"]] == [s["mfu_pct"] for s in streamed["steps"]]
+    assert len(full["steps"]) == 2 and all(s["mfu_pct"] is not None for s in full["steps"])

@@ -1,0 +1,69 @@
+"""Per-stream idle split (summary/idle_split.py, HTA's idle time breakdown) on a hand-built GPU trace
+whose gaps are known by construction, in both engines."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inductor_perf.summary.core import summarize
+from inductor_perf.summary.files import summarize_file
+from inductor_perf.summary.stream import engine as summary_stream
+
+
+def _launch(corr: int, ts: float) -> dict:
+    return {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": ts, "dur": 1.0, "pid": 1, "tid": 1,
+            "args": {"correlation": corr}}
+
+
+def _kernel(corr: int | None, ts: float, dur: float, tid: int = 7) -> dict:
+    args = {"correlation": corr} if corr is not None else {}
+    return {"ph": "X", "cat": "kernel", "name": f"k{corr}", "ts": ts, "dur": dur, "pid": 0, "tid": tid, "args": args}
+
+
+# Stream 0/7: k1 [0, 10]; k2 launched at 5, before k1 ends, starts at 10.02: a 0.02 µs gap under the
+# 0.03 µs threshold (launch delay); k3 launched at 20, after k2 ends at 15, starts at 25: 10 µs of
+# host wait; k4 launched at 22, before k3 ends at 30, starts at 40: 10 µs of other (queued, waiting);
+# k5 has no launch call and starts 5 µs after k4 ends at 45: other. Stream 0/8: one kernel, no gap.
+TRACE = {"traceEvents": [
+    _launch(1, -5), _kernel(1, 0, 10),
+    _launch(2, 5), _kernel(2, 10.02, 4.98),
+    _launch(3, 20), _kernel(3, 25, 5),
+    _launch(4, 22), _kernel(4, 40, 5),
+    _kernel(None, 50, 5),
+    _launch(6, 1), _kernel(6, 3, 4, tid=8),
+]}
+
+
+def _by_stream(d: dict) -> dict:
+    return {r["stream"]: r for r in d["idle_by_stream"]}
+
+
+def test_gaps_filed_by_launch_time():
+    rows = _by_stream(summarize(TRACE).to_dict())
+    s = rows["0/7"]
+    assert s["kernels"] == 5 and s["span_us"] == pytest.approx(55)
+    assert s["host_wait_us"] == pytest.approx(10)
+    assert s["launch_delay_us"] == pytest.approx(0.02)
+    assert s["other_us"] == pytest.approx(15)
+    assert s["idle_us"] == pytest.approx(25.02)
+    assert s["host_wait_pct"] == pytest.approx(100 * 10 / 25.02, abs=1e-3)
+    assert s["host_wait_pct"] + s["launch_delay_pct"] + s["other_pct"] == pytest.approx(100, abs=1e-2)
+    assert rows["0/8"]["idle_us"] == 0 and rows["0/8"]["host_wait_pct"] is None  # no gap: no shares
+    assert list(rows) == ["0/7", "0/8"]  # most idle first
+
+
+def test_same_in_the_streaming_engine(tmp_path):
+    p = tmp_path / "gaps.json"
+    p.write_text(json.dumps(TRACE))
+    full = summarize_file(str(p), engine="full").summary.to_dict()
+    streamed = summary_stream.summarize_file_stream(str(p))[0].to_dict()
+    assert full["idle_by_stream"] == streamed["idle_by_stream"]
+    assert _by_stream(streamed)["0/7"]["host_wait_us"] == pytest.approx(10)
+
+
+def test_cpu_trace_has_no_rows():
+    cpu = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
+                           {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 20, "dur": 10, "pid": 1, "tid": 1}]}
+    assert summarize(cpu).idle_by_stream == []
