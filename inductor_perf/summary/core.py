@@ -36,6 +36,7 @@ from .coverage import CoverageFigures, coverage
 from .idle import WINDOW_BASES, BusyWindow, IdleTables, busy_window, idle_tables, launching_threads
 from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX, KERNEL_DEFINITIONS,
                       TraceKernels, ParsedEvent, _num, _parse, headline_dtype, select_kernels)
+from .signals import advice_signals
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
 from .steps import median, slowest_step, step_rows
@@ -442,7 +443,14 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         kernels=tk, counts=Counts(len(raw_events), len(tk.events), dict(skipped)), window=window,
         launcher=launcher, graph_launches=graph_launches, distributed=distributed_info(trace), totals=totals,
         coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
-        device_note=device_note, costs_note=costs_note))
+        device_note=device_note, costs_note=costs_note, record=_record(trace)))
+
+
+def _record(trace: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    from ..devices.props import RECORD_KEY
+
+    got = trace.get(RECORD_KEY)
+    return got if isinstance(got, Mapping) else None
 
 
 @dataclass(frozen=True)
@@ -485,6 +493,8 @@ class SummaryParts:
     """The idle tables of the same, when computed already (by the streaming summary's helper process)."""
     unions: Mapping[int, float] | None = None
     """:func:`top_unions` of ``totals``, when computed already (likewise)."""
+    record: Mapping[str, Any] | None = None
+    """The trace's own record (:data:`inductor_perf.devices.props.RECORD_KEY`), for the advisor."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -535,7 +545,8 @@ def assemble(parts: SummaryParts) -> Summary:
         slowest_step=slowest, window_basis=window.basis,
         flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
         above_peak_reason=above_peak_reason(flops_pct, bandwidth_pct, peak.dtype, roofs, rows),
-        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)))
+        comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)),
+        signals=advice_signals(tk, window, graph_launches, device, parts.record))
 
 
 def _flops_unknown(kernels: list[ParsedEvent], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:
