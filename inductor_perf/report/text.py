@@ -24,6 +24,7 @@ from ..model import events as evs
 from ..model.events import strict_json
 from ..model.kernel_kinds import KIND_LABELS
 from ..model.kernel_names import readable_names
+from .findings import findings_markdown, findings_text
 
 FORMATS = ("text", "markdown", "json")
 TEXT_WIDTH = 100
@@ -426,6 +427,8 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
     if fmt == "markdown":
         out.append(f"## inductor_perf summary: {name}")
         out.append("")
+        if d.get("findings"):
+            out += ["### What to fix first", ""] + findings_markdown(d["findings"]) + [""]
         out.append(render_table(["Metric", "Value"], head, "markdown", align=["l", "l"]))
         for t_title, headers, rows, align, _, foot in tables:
             if rows:
@@ -436,6 +439,8 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
         return "\n".join(out) + "\n"
     out.append(f"inductor_perf summary: {name}")
     out.append("=" * min(TEXT_WIDTH, len(out[0])))
+    if d.get("findings"):
+        out += ["What to fix first"] + findings_text(d["findings"]) + [""]
     label_w = max(len(k) for k, _ in head)
     for k, v in head:
         out.append(_wrap(f"{k.ljust(label_w)}  ", v))

@@ -281,14 +281,21 @@ def _eager_idle(gaps: list[Span], taken: list[Span], outer: list[tuple[str, floa
     rest = minus(gaps, taken)
     if not rest:
         return {}
+    ends = [e for _, e in rest]
     acc: dict[str, float] = {}
     covered = []
     for name, s, e in outer:
-        t = overlap(rest, [(s, e)])
+        t = 0.0
+        i = bisect.bisect_right(ends, s)  # the first idle span that ends after the event starts
+        while i < len(rest) and rest[i][0] < e:
+            lo, hi = max(rest[i][0], s), min(rest[i][1], e)
+            if hi > lo:
+                t += hi - lo
+            i += 1
         if t > 0:
             acc[name] = acc.get(name, 0.0) + t
             covered.append((s, e))
-    lone = overlap(rest, minus(rest, merged(covered)))
+    lone = sum(b - a for a, b in minus(rest, merged(covered)))
     if lone > 0:
         acc[evs.NO_HOST_EVENT] = lone
     return dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))
