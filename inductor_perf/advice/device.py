@@ -37,9 +37,9 @@ def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Findin
     out = []
     for src, (now, at_roof, n) in sorted(lines.items(), key=lambda kv: -(kv[1][0] - kv[1][1]))[:HEADROOM_LINES]:
         pct = 100.0 * at_roof / now
-        where = src or "kernels without a source line"
+        where = f"of {src}" if src else "without a source line"
         out.append(finding(
-            "headroom", f"{n} kernel(s) of {where} run at {pct:.0f} % of their roof", now - at_roof, step,
+            "headroom", f"{n} kernel(s) {where} run at {pct:.0f} % of their roof", now - at_roof, step,
             f"{us(step.per_step(now))} a step in {n} kernel name(s) under {FAR_UNDER_PCT:.0f} % of the roof that "
             f"binds each (time-weighted {pct:.0f} %); step = {step.basis}. Model: each kernel at its roof "
             "(time x % of roof), an upper bound: small, latency-bound kernels rarely get there.",

@@ -93,3 +93,16 @@ def test_saving_above_the_median_step_is_a_share_of_the_mean_step():
     assert f.saving_us_per_step == 200.0
     assert f.saving_pct_of_step == 66.67
     assert "mean step (300 µs)" in f.evidence
+
+
+def test_sync_without_python_stack_takes_the_compiled_kernels_source():
+    # no python stack events: the sync at 20..30 waits for k1 (0..25), tagged model.py:9; the device is
+    # idle 25..60 until k2: 35 µs
+    from advice_traces import HOST, ev, kernel
+
+    trace = {"traceEvents": [
+        kernel("triton_poi_fused_0", 0, 25, source="model.py:9"),
+        ev("cudaDeviceSynchronize", "cuda_runtime", 20, 10, HOST),
+        kernel("triton_poi_fused_1", 60, 10, source="model.py:11")]}
+    (f,) = [f for f in advise(summarize(trace)) if f.kind == "sync"]
+    assert f.source == "model.py:9" and f.saving_us_per_step == 35.0
