@@ -210,22 +210,39 @@ class _Collect:
         self.syncs: list[tuple[Any, float, float]] = []
         self.optimizer: list[Any] = []
         self.outer: list[tuple[str, float, float]] = []
+        self.roles: dict[str, int] = {}
 
     def thread(self, roots: list[Any]) -> None:
         for e in _below_steps(roots):
             if e.cat.lower() not in _PROFILER_CATS:
                 self.outer.append((e.name, e.ts, e.end))
+        role_of, roles = self.roles.get, self.roles
         for e in _walk(roots):
             name = e.name
-            if name.startswith(LOADER_PREFIX):
+            role = role_of(name)
+            if role is None:
+                role = roles[name] = _role(name)
+            if not role:
+                continue
+            if role == _LOADER:
                 self.loader.append((e.ts, e.end))
                 self.loader_names[name] = self.loader_names.get(name, 0) + 1
-            elif name.startswith(COMPILED_PREFIXES):
+            elif role == _COMPILED:
                 self.compiled.append((e.ts, e.end))
-            elif name in SYNC_NAMES and not _in_sync(e):
-                self.syncs.append((e, e.ts, e.end))
-            elif name.startswith(OPTIMIZER_PREFIX):
+            elif role == _SYNC:
+                if not _in_sync(e):
+                    self.syncs.append((e, e.ts, e.end))
+            else:
                 self.optimizer.append(e)
+
+
+_LOADER, _COMPILED, _SYNC, _OPTIMIZER = 1, 2, 3, 4
+
+
+def _role(name: str) -> int:
+    """What :class:`_Collect` keeps of a host event of this name (0: nothing); asked once a name."""
+    return (_LOADER if name.startswith(LOADER_PREFIX) else _COMPILED if name.startswith(COMPILED_PREFIXES)
+            else _SYNC if name in SYNC_NAMES else _OPTIMIZER if name.startswith(OPTIMIZER_PREFIX) else 0)
 
 
 def _in_sync(e: Any) -> bool:
