@@ -17,14 +17,15 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from ..devices.peaks import dtype_peak
 from ..model import events as evs
-from .kernels import DEF_GPU, TraceKernels
+from ..model.markers import MARKER_PREFIX
+from .kernels import DEF_GPU, GRAPH_CALL_PREFIX, TraceKernels
 
 Span = tuple[float, float]
 
 LOADER_PREFIX = "enumerate(DataLoader)#"
 """torch's range around each ``next()`` of a DataLoader iterator (``..._SingleProcessDataLoaderIter.__next__``,
 ``..._MultiProcessingDataLoaderIter.__next__``)."""
-COMPILED_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph", "## inductor_perf graph=")
+COMPILED_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", GRAPH_CALL_PREFIX, MARKER_PREFIX)
 """Host ranges around a call of compiled code (Dynamo's frame, AOTAutograd's forward and backward,
 Inductor's graph call, our marker): the kernels they launch are what ``mode="reduce-overhead"`` replays
 as one CUDA graph."""
