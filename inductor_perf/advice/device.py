@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from ..model.kernel_kinds import KIND_COLLECTIVE, KIND_MEMCPY, KIND_MEMSET
 from .finding import Finding
-from .host import finding
+from .host import finding, unfused_optimizer
 from .per_step import Step, us
 
 FAR_UNDER_PCT = 50.0
@@ -24,15 +24,22 @@ def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Findin
     """Kernels far under their roof, summed by source line: their time now less their time at the roof."""
     step = Step.of(summary)
     lines: dict[str | None, list[float]] = {}
+    sig = getattr(summary, "signals", None)
+    unfused = unfused_optimizer(sig)
+    # on a CPU trace an unfused optimizer's ops are kernels too: their time is the optimizer finding's
+    theirs = unfused[0].op_time_us if unfused is not None and not sig.on_device else {}
     for r in summary.all_kernels or summary.top_kernels:
         p = r.placement
         if r.kind in _NOT_COMPUTE or p is None or p.pct_of_roof is None or r.above_roof_reason:
             continue
         if p.pct_of_roof >= FAR_UNDER_PCT or not r.total_us:
             continue
+        now = r.total_us - theirs.get(r.name, 0.0)
+        if now <= 0:
+            continue
         acc = lines.setdefault(r.source, [0.0, 0.0, 0])
-        acc[0] += r.total_us
-        acc[1] += r.total_us * p.pct_of_roof / 100.0
+        acc[0] += now
+        acc[1] += now * p.pct_of_roof / 100.0
         acc[2] += 1
     out = []
     for src, (now, at_roof, n) in sorted(lines.items(), key=lambda kv: -(kv[1][0] - kv[1][1]))[:HEADROOM_LINES]:

@@ -122,22 +122,36 @@ def find_sync(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
     return out
 
 
+def unfused_optimizer(sig: Any) -> tuple[Any, float, float, int] | None:
+    """(the optimizer step, ops per parameter, the share of its time a fused step saves, the fused step's
+    tensor passes) when it is an unfused per-parameter one worth fusing, else None."""
+    opt = sig.optimizer if sig is not None else None
+    if opt is None or opt.fused or not opt.per_param or opt.calls == 0:
+        return None
+    ops = opt.top_ops / opt.calls
+    if ops < MIN_OPS or opt.per_param < MIN_PARAMS:
+        return None
+    per_param_ops = ops / opt.per_param
+    fused_passes = 3 + 2 * STATE_TENSORS.get(_optimizer_class(opt.name), 2)
+    share = 1.0 - fused_passes / (3 * per_param_ops)
+    return (opt, per_param_ops, share, fused_passes) if share > 0 else None
+
+
+def _optimizer_class(name: str) -> str:
+    """``AdamW`` of ``Optimizer.step#AdamW.step``."""
+    return name.split("#", 1)[-1].split(".", 1)[0]
+
+
 def find_optimizer(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
     """An unfused optimizer step that updates many parameters one at a time."""
     sig = _signals(summary)
-    opt = sig.optimizer if sig is not None else None
-    if opt is None or opt.fused or not opt.per_param or opt.calls == 0:
+    got = unfused_optimizer(sig)
+    if got is None:
         return []
+    opt, per_param_ops, share, fused_passes = got
     ops = opt.top_ops / opt.calls
-    if ops < MIN_OPS or opt.per_param < MIN_PARAMS:
-        return []
-    per_param_ops = ops / opt.per_param
-    cls = opt.name.split("#", 1)[-1].split(".", 1)[0]
-    fused_passes = 3 + 2 * STATE_TENSORS.get(cls, 2)
+    cls = _optimizer_class(opt.name)
     unfused_passes = 3 * per_param_ops
-    share = max(0.0, 1.0 - fused_passes / unfused_passes)
-    if share <= 0:
-        return []
     step = Step.of(summary)
     fix = (f"torch.optim.{cls}(params, fused=True)" + (" (foreach=True runs the same per-tensor kernels on CPU)"
                                                        if not sig.on_device else " (or foreach=True)"))

@@ -74,6 +74,8 @@ class OptimizerStep:
     """Parameters the step updated one at a time: the most common count among the op names (None: no op)."""
     fused: bool
     """Whether a multi-tensor or fused op (:data:`FUSED_MARKS`) ran in it."""
+    op_time_us: dict[str, float] = field(default_factory=dict)
+    """The ops' time by name (on a CPU trace they are kernels of the summary too)."""
 
 
 @dataclass
@@ -361,6 +363,7 @@ def _optimizer(ranges: list[Any]) -> OptimizerStep | None:
     if not ranges:
         return None
     names: dict[str, int] = {}
+    op_time: dict[str, float] = {}
     top = 0
     fused = False
     for r in ranges:
@@ -372,6 +375,7 @@ def _optimizer(ranges: list[Any]) -> OptimizerStep | None:
         for e in _top_ops(r):
             top += 1
             names[e.name] = names.get(e.name, 0) + 1
+            op_time[e.name] = op_time.get(e.name, 0.0) + (e.end - e.ts)
     counts: dict[int, int] = {}
     for n in names.values():
         counts[n] = counts.get(n, 0) + 1
@@ -380,7 +384,7 @@ def _optimizer(ranges: list[Any]) -> OptimizerStep | None:
     for r in ranges:
         by_name[r.name] = by_name.get(r.name, 0) + 1
     return OptimizerStep(max(by_name, key=by_name.__getitem__), len(ranges), sum(r.end - r.ts for r in ranges),
-                         top, per_param // len(ranges) if per_param else None, fused)
+                         top, per_param // len(ranges) if per_param else None, fused, op_time)
 
 
 def _top_ops(r: Any) -> Iterator[Any]:

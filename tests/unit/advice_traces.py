@@ -60,15 +60,15 @@ def stepped_loader_trace() -> dict:
     ]}
 
 
-def cpu_optimizer_trace(params: int = 100, fused: bool = False) -> dict:
+def cpu_optimizer_trace(params: int = 100, fused: bool = False, gb: float | None = None) -> dict:
     """A CPU trace: one AdamW step of 1000 µs (0..1000) updating ``params`` parameters one at a time,
     5 ops each (mul_, add_, lerp_, sqrt, addcdiv_: 1.5 µs each, one after another). With ``fused``, one
-    ``aten::_foreach_add_`` is among them."""
+    ``aten::_foreach_add_`` is among them. ``gb``: each op carries that many GB moved (a cost)."""
     events = [host("Optimizer.step#AdamW.step", 0, 1000, "user_annotation")]
     t = 1.0
     for p in range(params):
         for op in ("aten::mul_", "aten::add_", "aten::lerp_", "aten::sqrt", "aten::addcdiv_"):
             name = "aten::_foreach_add_" if fused and p == 0 and op == "aten::add_" else op
-            events.append(host(name, t, 1.5))
+            events.append(ev(name, "cpu_op", t, 1.5, HOST, **({"kernel_num_gb": gb, "kernel_flop": 0} if gb else {})))
             t += 1.9
     return {"traceEvents": events}

@@ -106,3 +106,16 @@ def test_sync_without_python_stack_takes_the_compiled_kernels_source():
         kernel("triton_poi_fused_1", 60, 10, source="model.py:11")]}
     (f,) = [f for f in advise(summarize(trace)) if f.kind == "sync"]
     assert f.source == "model.py:9" and f.saving_us_per_step == 35.0
+
+
+def test_cpu_optimizer_ops_are_not_headroom_too():
+    # the optimizer's ops are the CPU trace's kernels: 1 kB in 1.5 µs each (0.67 GB/s), far under any
+    # roof; their time is the optimizer finding's, not headroom's as well
+    from inductor_perf.devices.table import lookup
+
+    trace = cpu_optimizer_trace(gb=1e-6)
+    kinds = [f.kind for f in advise(summarize(trace, device=lookup("NVIDIA H100 80GB HBM3")))]
+    assert "optimizer" in kinds and "headroom" not in kinds
+    fused = [f.kind for f in advise(summarize(cpu_optimizer_trace(fused=True, gb=1e-6),
+                                              device=lookup("NVIDIA H100 80GB HBM3")))]
+    assert "headroom" in fused and "optimizer" not in fused  # fused: the ops are nobody else's finding
