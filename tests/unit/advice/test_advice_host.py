@@ -70,13 +70,16 @@ def test_both_engines_same_findings(tmp_path):
     from inductor_perf.summary.stream.engine import summarize_file_stream
 
     p = tmp_path / "t.json.gz"
+    record = {"compile": {"graphs": 2}}  # the trace's own record reaches the detectors (compile's)
     with gzip.open(p, "wt") as f:
-        json.dump(gpu_trace(), f)
-    full = [x.to_dict() for x in advise(summarize_file(str(p), engine="full").summary)]
+        json.dump({**gpu_trace(), "inductor_perf": record}, f)
+    loaded = summarize_file(str(p), engine="full").summary
+    full = [x.to_dict() for x in advise(loaded)]
     streamed = summarize_file_stream(str(p))
     assert streamed is not None
     assert [x.to_dict() for x in advise(streamed[0])] == full
     assert len(full) >= 5
+    assert loaded.signals.record == streamed[0].signals.record == record
 
 
 def test_saving_above_the_median_step_is_a_share_of_the_mean_step():
