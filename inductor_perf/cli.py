@@ -125,6 +125,12 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--per-rank", action="store_true",
                    help="a directory of several traces: each one's own summary instead of the cross-rank view")
     p.set_defaults(func=_cmd_summary)
+    p = sub.add_parser("advise", help="what to fix first: a trace's findings, largest saving per step first "
+                                      "(a directory of ranks: each rank's)")
+    p.add_argument("trace", help="trace file, a capture directory, or a directory of ranks' traces")
+    p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
+    p.add_argument("--engine", choices=ENGINES, default="auto", help="as for summary")
+    p.set_defaults(func=_cmd_advise)
     p = sub.add_parser("report", help="a self-contained HTML page (roofline chart and the summary's tables) "
                                       "of a trace, or of every trace in a directory")
     p.add_argument("trace", help="trace file (.json or .json.gz, raw or augmented) or directory")
@@ -191,6 +197,7 @@ class _Ticker:
 def _cmd_summary(args: argparse.Namespace) -> int:
     import json
 
+    from .advice.advise import attach
     from .report.text import format_summary
     from .summary.files import summarize_path, trace_files
     from .summary.stream.engine import left_to_exit
@@ -201,13 +208,33 @@ def _cmd_summary(args: argparse.Namespace) -> int:
     # one trace, then the process ends: its state is left to that
     keep = left_to_exit() if single and _ENDS_WITH_COMMAND else contextlib.nullcontext([])
     with _Ticker() as tick, keep as kept:
-        summaries = [ct.summary for ct in summarize_path(args.trace, stage=tick.set, engine=args.engine)]
+        summaries = [attach(ct.summary) for ct in summarize_path(args.trace, stage=tick.set, engine=args.engine)]
     _LEFT_TO_EXIT.extend(kept)
     if args.format == "json":
         docs = [s.to_dict() for s in summaries]
         print(json.dumps(docs[0] if single else docs, indent=2, allow_nan=False, sort_keys=True))
     else:
         print("\n".join(format_summary(s, args.format) for s in summaries), end="")
+    return 0
+
+
+def _cmd_advise(args: argparse.Namespace) -> int:
+    """``advise TRACE|DIR``: each trace's findings (one trace: its list; several, the ranks of a job or
+    the runs of a folder: each one's, under its label)."""
+    import json
+
+    from .advice.advise import attach
+    from .report.findings import format_findings
+    from .summary.files import summarize_path
+
+    with _Ticker() as tick:
+        found = [(ct.summary.label, attach(ct.summary).findings)
+                 for ct in summarize_path(args.trace, stage=tick.set, engine=args.engine)]
+    if args.format == "json":
+        doc = found[0][1] if len(found) == 1 else [{"label": lab, "findings": f} for lab, f in found]
+        print(json.dumps(doc, indent=2, allow_nan=False))
+    else:
+        print("\n".join(format_findings(f, args.format, label=lab) for lab, f in found), end="")
     return 0
 
 

@@ -138,6 +138,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     and it is summarized by the one path ``inductor-perf summary`` takes
     (:func:`summary.files.summarize_trace`: eager ops costed from their recorded shapes, the device
     read back from the trace), so the summary written here and that of the written file are one."""
+    from ..advice.advise import attach
     from ..augment.core import augment_trace
     from ..devices.props import RECORD_KEY, device_record
     from ..devices.resolve import run_device, run_device_type
@@ -153,7 +154,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     augmented, _ = augment_trace(trace, _tf32_costs(costs, on_gpu), device, device_events_only=on_gpu)
     augmented[RECORD_KEY] = device_record(device, None if device is not None else why)
     costed = summarize_trace(augmented, label=os.path.basename(base))
-    augmented, summary = costed.trace, costed.summary
+    augmented, summary = costed.trace, attach(costed.summary)
     if summary.costs_note:  # eager ops costed from their shapes: the written trace carries the costs
         augmented[RECORD_KEY]["costs_note"] = summary.costs_note
     warnings = list(extra_warnings or []) + jstats.warnings()

@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 from . import text as rp
 from ..roofline.roofs import MATRIX_KINDS, Roofs, place, roofs_for
+from .findings import findings_html
 from .html_tables import KernelView, comparison_html, esc, kernel_table, summary_tables, uncharted_table
 
 log = logging.getLogger(__name__)
@@ -156,7 +157,7 @@ def _section(summary: Any, device: Any, keys: Iterator[str], index: int, compari
     label = title or d.get("label") or "trace"
     roofs = roofs_for(device)
     views = kernel_views(summary, roofs, keys)
-    out = [f"<section><h2>{esc(label)}</h2>", "<dl class='head'>"]
+    out = [f"<section><h2>{esc(label)}</h2>", findings_html(d.get("findings") or []), "<dl class='head'>"]
     out += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rp._headline(d)]
     out.append("</dl>")
     out.append(_roofs_html(roofs, d))
@@ -179,14 +180,16 @@ def _summaries(source: Any, device: Any, summary: Any,
     """(summary, device) for each trace of ``source``; a given ``summary`` is used as it is."""
     from ..summary.files import summarize_path, summarize_trace
 
+    from ..advice.advise import attach
+
     if summary is not None:
         yield summary, device
     elif isinstance(source, dict):
         ct = summarize_trace(source, label=None, device=device)
-        yield ct.summary, ct.device
+        yield attach(ct.summary), ct.device
     else:
         for ct in summarize_path(os.fspath(source), device=device, stage=stage):
-            yield ct.summary, ct.device
+            yield attach(ct.summary), ct.device
 
 
 def render_report(source: Any, *, device: Any = None, title: str | None = None, summary: Any = None,

@@ -24,6 +24,7 @@ from ..model import events as evs
 from ..model.events import strict_json
 from ..model.kernel_kinds import KIND_LABELS
 from ..model.kernel_names import readable_names
+from .findings import findings_markdown, findings_text
 from .units import (_NA, _SI, _finite, _scaled, _sig, fmt_bytes, fmt_flop, fmt_gb, fmt_gbps, fmt_pct,  # noqa: F401
                     fmt_si, fmt_tflops, fmt_time_us)
 
@@ -379,6 +380,8 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
     if fmt == "markdown":
         out.append(f"## inductor_perf summary: {name}")
         out.append("")
+        if d.get("findings"):
+            out += ["### What to fix first", ""] + findings_markdown(d["findings"]) + [""]
         out.append(render_table(["Metric", "Value"], head, "markdown", align=["l", "l"]))
         for t_title, headers, rows, align, _, foot in tables:
             if rows:
@@ -389,6 +392,8 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
         return "\n".join(out) + "\n"
     out.append(f"inductor_perf summary: {name}")
     out.append("=" * min(TEXT_WIDTH, len(out[0])))
+    if d.get("findings"):
+        out += ["What to fix first"] + findings_text(d["findings"]) + [""]
     label_w = max(len(k) for k, _ in head)
     for k, v in head:
         out.append(_wrap(f"{k.ljust(label_w)}  ", v))

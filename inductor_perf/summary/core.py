@@ -32,10 +32,11 @@ from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENE
                                   KIND_OTHER, KINDS, MATMUL_LIKE, kernel_kind)
 from ..roofline.roofs import Roofs
 from .comm import ComputeSums, comm_view
-from .coverage import CoverageFigures, coverage
+from .coverage import CoverageFigures, coverage, flops_unknown
 from .idle import WINDOW_BASES, BusyWindow, IdleTables, busy_window, idle_tables, launching_threads
 from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX, KERNEL_DEFINITIONS,
                       TraceKernels, ParsedEvent, _num, _parse, headline_dtype, select_kernels)
+from .signals import advice_signals
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
 from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
@@ -463,7 +464,14 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         kernels=tk, counts=Counts(len(raw_events), len(tk.events), dict(skipped)), window=window,
         launcher=launcher, graph_launches=graph_launches, distributed=distributed_info(trace), totals=totals,
         coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
-        device_note=device_note, costs_note=costs_note))
+        device_note=device_note, costs_note=costs_note, record=_record(trace)))
+
+
+def _record(trace: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    from ..devices.props import RECORD_KEY
+
+    got = trace.get(RECORD_KEY)
+    return got if isinstance(got, Mapping) else None
 
 
 @dataclass(frozen=True)
@@ -508,6 +516,8 @@ class SummaryParts:
     """:func:`top_unions` of ``totals``, when computed already (likewise)."""
     launch_ts: Mapping[int, float] | None = None
     """Each kernel's launch call start by ``id`` (:func:`~.idle_split.launch_times`; None: made here)."""
+    record: Mapping[str, Any] | None = None
+    """The trace's own record (:data:`inductor_perf.devices.props.RECORD_KEY`), for the advisor."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -560,32 +570,14 @@ def assemble(parts: SummaryParts) -> Summary:
         costs_note=parts.costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
         steps=steps,
         slowest_step=slowest, window_basis=window.basis,
-        flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
+        flops_unknown=None if totals.any_flop else flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
         above_peak_reason=above,
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)),
         idle_by_stream=stream_idle(kernels, parts.launch_ts if parts.launch_ts is not None else
                                    launch_times(tk.host_events, kernels), tk.definition)[:top],
         mfu_pct=util.mfu_pct, hfu_pct=util.hfu_pct, model_flop_per_step=util.model_flop_per_step,
-        hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note)
-
-
-def _flops_unknown(kernels: list[ParsedEvent], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:
-    """Why a trace's FLOP total, FLOP/s and compute % of peak are unknown (no compute kernel carries
-    a FLOP count): what the trace lacks and, where the coverage knows it, what the user can change."""
-    if not kernels:
-        return "no kernels in the trace"
-    if compute_time <= 0:
-        return "no compute kernel in the trace (only copies, fills and collectives)"
-    if costs_note and not uncosted:
-        return f"no compute kernel carries a FLOP count: {costs_note}"
-    by_reason: dict[str, list[Any]] = {}
-    for r in uncosted:  # the reason with the most uncosted time
-        acc = by_reason.setdefault(r.reason, [0.0, r.hint])
-        acc[0] += r.total_us or 0.0
-    if by_reason:
-        reason, (_, hint) = max(by_reason.items(), key=lambda item: item[1][0])
-        return f"no compute kernel carries a FLOP count ({reason}: {hint})"
-    return "no compute kernel carries a FLOP count"
+        hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note,
+        signals=advice_signals(tk, window, graph_launches, device, parts.record))
 
 
 def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:

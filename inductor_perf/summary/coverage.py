@@ -169,3 +169,22 @@ def coverage(kernels: list[ParsedEvent], kernel_time: float, top: int) -> Covera
     for k in kernels:
         acc.add(k.name, k.dur, k.args)
     return acc.result(kernel_time, top)
+
+
+def flops_unknown(kernels: list[ParsedEvent], compute_time: float, uncosted: list[Any], costs_note: str | None) -> str:
+    """Why a trace's FLOP total, FLOP/s and compute % of peak are unknown (no compute kernel carries
+    a FLOP count): what the trace lacks and, where the coverage knows it, what the user can change."""
+    if not kernels:
+        return "no kernels in the trace"
+    if compute_time <= 0:
+        return "no compute kernel in the trace (only copies, fills and collectives)"
+    if costs_note and not uncosted:
+        return f"no compute kernel carries a FLOP count: {costs_note}"
+    by_reason: dict[str, list[Any]] = {}
+    for r in uncosted:  # the reason with the most uncosted time
+        acc = by_reason.setdefault(r.reason, [0.0, r.hint])
+        acc[0] += r.total_us or 0.0
+    if by_reason:
+        reason, (_, hint) = max(by_reason.items(), key=lambda item: item[1][0])
+        return f"no compute kernel carries a FLOP count ({reason}: {hint})"
+    return "no compute kernel carries a FLOP count"

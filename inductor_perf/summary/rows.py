@@ -187,14 +187,20 @@ class Summary:
     idle_by_stream: list[Any] = field(default_factory=list)
     """:class:`inductor_perf.summary.idle_split.StreamIdleRow`: each device stream's idle time between
     its kernels split into host wait, launch delay and other, most idle first; empty on CPU traces."""
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    """What to fix first, largest saving first (:func:`inductor_perf.advice.advise.attach`; the JSON form
+    of :class:`inductor_perf.advice.finding.Finding`); empty until the advisor has run."""
+    signals: Any = field(default=None, repr=False)
+    """:class:`inductor_perf.summary.signals.AdviceSignals`: what the advisor reads beyond the tables;
+    left out of ``to_dict()``."""
     all_kernels: list[KernelRow] = field(default_factory=list, repr=False)
     """Every kernel row, most time first (``top_kernels`` is its head), for the report page's
     roofline; left out of ``to_dict()`` so the JSON summary keeps its size."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready dict; non-finite floats become None."""
-        d = asdict(replace(self, all_kernels=[]))
-        del d["all_kernels"]
+        d = asdict(replace(self, all_kernels=[], signals=None))
+        del d["all_kernels"], d["signals"]
         # Every dict in a Summary is keyed by str, so strict_json's keys are already JSON keys.
         return evs.strict_json(d)
 

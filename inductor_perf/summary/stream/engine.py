@@ -185,6 +185,9 @@ class _Roots:
     def __contains__(self, key: object) -> bool:
         return key in self.threads.cols
 
+    def __iter__(self) -> Iterator[tuple[Any, Any]]:
+        return iter(self.threads.cols)
+
     def __getitem__(self, key: tuple[Any, Any]) -> list[_HostNode]:
         return self.threads.forest(key)
 

@@ -363,8 +363,15 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         kernels=tk, counts=counts, window=window, launcher=launcher, graph_launches=seen.graph_launches,
         distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
-        costs_note=costs_note, idle=idle, unions=unions, launch_ts=launch_ts))
+        costs_note=costs_note, idle=idle, unions=unions, launch_ts=launch_ts, record=_record(header)))
     return summary, device
+
+
+def _record(header: dict) -> dict | None:
+    from ...devices.props import RECORD_KEY
+
+    got = header.get(RECORD_KEY)
+    return got if isinstance(got, dict) else None
 
 
 def trace_kernels(seen: Any, roots: Any) -> Any:

@@ -12,6 +12,7 @@ import pathlib
 
 import pytest
 
+from inductor_perf.advice.advise import attach
 from inductor_perf.model import events as evs
 from inductor_perf.traces import files as tf
 from inductor_perf.devices.props import RECORD_KEY, device_record, recorded_device, spec_from_dict
@@ -70,8 +71,10 @@ def _process(case: str, tmp_path: pathlib.Path, monkeypatch, tf32: bool = False)
 def test_gpu_capture_summary_equals_offline_summary_of_its_trace(case, engine, tmp_path, monkeypatch):
     result = _process(case, tmp_path, monkeypatch)
     written = json.loads(pathlib.Path(result.summary_json_path).read_text())
-    offline = summarize_file(result.trace_path, engine=engine).summary.to_dict()
+    # the offline summary as `inductor-perf summary` writes it: with the advisor's findings
+    offline = attach(summarize_file(result.trace_path, engine=engine).summary).to_dict()
     assert [d for d in field_diffs(written, offline) if _top_field(d) not in BY_NATURE] == []
+    assert written["findings"] == offline["findings"] and written["findings"]
     assert written["peak"]["device"] == lookup(H100).name and written["kernel_definition"] == "gpu-kernels"
 
 

@@ -1,0 +1,214 @@
+"""Calibration of the advisor's estimates (docs/advisor.md): a small training loop, written as a user
+writes one, with a problem planted, is captured with ``inductor_perf.profile()``; the capture's own
+summary.json says what it would save (the finding of the planted kind). Then the loop is timed with
+the problem and with the fix, in paired rounds that alternate the two (time.perf_counter around each
+step, no profiler), and the measured gain is the difference of the medians.
+
+The ratio compares shares of the step: the estimate's share of the captured step (the finding's
+``saving_pct_of_step``) against the measured gain's share of the step with the problem. The capture
+runs minutes before the timed rounds end, and on a shared machine the load changes in between: a
+share is what stays when the whole step runs slower or faster, an absolute time is not (the table
+shows both).
+
+    python bench/advisor_calibration.py            # prints the table docs/advisor.md shows
+
+tests/integration/test_advisor_calibration.py runs the same cases and asserts that the planted kind
+ranks in the top 3 and that the estimate is within 0.5-2x of the measured gain.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+import inductor_perf
+
+
+@dataclass
+class Result:
+    kind: str
+    case: str
+    estimate_us: float | None
+    """The capture's finding of ``kind``: saving per step (None: no such finding)."""
+    estimate_pct: float | None
+    """The same as a % of the captured step (its ``saving_pct_of_step``)."""
+    rank: int | None
+    """Its place among the capture's findings (1: the first); None when absent."""
+    measured_us: float
+    """Median step with the problem less median step with the fix."""
+    problem_us: float
+    fixed_us: float
+
+    @property
+    def measured_pct(self) -> float:
+        return 100.0 * self.measured_us / self.problem_us
+
+    @property
+    def ratio(self) -> float | None:
+        """Estimated share of the step / measured share of the step."""
+        if not self.estimate_pct or self.measured_us <= 0:
+            return None
+        return self.estimate_pct / self.measured_pct
+
+    @property
+    def ratio_us(self) -> float | None:
+        """Estimated / measured time (the load of the machine moves it: see the module's docstring)."""
+        return self.estimate_us / self.measured_us if self.estimate_us and self.measured_us > 0 else None
+
+
+def _capture(step: Callable[[], None], steps: int) -> list[dict]:
+    """The findings the capture wrote for ``steps`` steps of ``step`` (summary.json)."""
+    with tempfile.TemporaryDirectory() as out:
+        with inductor_perf.profile(out) as p:
+            for _ in range(steps):
+                step()
+                p.step()
+        (path,) = glob.glob(os.path.join(out, "*.summary.json"))
+        with open(path) as f:
+            return json.load(f)["findings"]
+
+
+def _paired(problem: Callable[[], None], fixed: Callable[[], None], rounds: int, per_round: int) -> tuple[float, float]:
+    """Median step time (µs) of each, over ``rounds`` rounds that alternate them, ``per_round`` steps each."""
+    times: dict[int, list[float]] = {0: [], 1: []}
+    for r in range(rounds):
+        order = (0, 1) if r % 2 == 0 else (1, 0)
+        for which in order:
+            fn = (problem, fixed)[which]
+            for _ in range(per_round):
+                t = time.perf_counter()
+                fn()
+                times[which].append((time.perf_counter() - t) * 1e6)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
+def _result(kind: str, case: str, findings: list[dict], problem_us: float, fixed_us: float,
+            want: Callable[[dict], bool] = lambda f: True) -> Result:
+    """The first finding of ``kind`` that ``want`` takes, its rank among all, and the measured gain."""
+    if os.environ.get("ADVISOR_CALIBRATION_VERBOSE"):
+        for f in findings:
+            print(f"  {f['kind']}: {f['saving_us_per_step']} µs: {f['title']}", file=sys.stderr)
+    rank = next((i for i, f in enumerate(findings, 1) if f["kind"] == kind and want(f)), None)
+    got = findings[rank - 1] if rank else {}
+    return Result(kind, case, got.get("saving_us_per_step"), got.get("saving_pct_of_step"), rank,
+                  problem_us - fixed_us, problem_us, fixed_us)
+
+
+# --- input_wait: a slow Dataset ---------------------------------------------------------------------------
+class _Samples(Dataset):
+    """A dataset whose items take ``delay_s`` each to make (decoding, augmentation, a slow disk)."""
+
+    def __init__(self, delay_s: float) -> None:
+        self.delay_s = delay_s
+
+    def __len__(self) -> int:
+        return 1 << 30
+
+    def __getitem__(self, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        return torch.randn(64), torch.randn(1)
+
+
+def input_wait_case(rounds: int = 6, per_round: int = 4) -> Result:
+    """A DataLoader over a dataset that takes 15 ms an item (batches of 2: ~30 ms a step), fixed by a
+    dataset that takes none."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 1))
+    compiled = torch.compile(model, backend="inductor_perf")
+    opt = torch.optim.AdamW(model.parameters())
+
+    def loop(delay_s: float) -> Callable[[], None]:
+        batches = iter(DataLoader(_Samples(delay_s), batch_size=2))
+
+        def step() -> None:
+            x, y = next(batches)
+            loss = ((compiled(x) - y) ** 2).mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    slow, fast = loop(0.015), loop(0.0)
+    for _ in range(3):
+        slow()
+        fast()
+    findings = _capture(slow, 4)
+    return _result("input_wait", "Dataset item 15 ms, batch 2 -> no delay", findings, *_paired(slow, fast, rounds, per_round))
+
+
+# --- optimizer: AdamW one parameter at a time ---------------------------------------------------------------
+class _Wide(nn.Module):
+    """40 parameters of 256k floats (42 MB), each scaled and summed."""
+
+    def __init__(self, n: int = 40, size: int = 1 << 18) -> None:
+        super().__init__()
+        self.weights = nn.ParameterList([nn.Parameter(torch.randn(size) * 0.01) for _ in range(n)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return sum((w * x).sum() for w in self.weights)
+
+
+def optimizer_case(rounds: int = 6, per_round: int = 3) -> Result:
+    """AdamW(foreach=False) over 40 parameters of 256k floats, fixed by AdamW(fused=True)."""
+    torch.manual_seed(0)
+    model = _Wide()
+    compiled = torch.compile(model, backend="inductor_perf")
+    x = torch.tensor(0.5)
+
+    def loop(**kw: bool) -> Callable[[], None]:
+        opt = torch.optim.AdamW(model.parameters(), **kw)
+
+        def step() -> None:
+            compiled(x).backward()
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    unfused, fused = loop(foreach=False), loop(fused=True)
+    for _ in range(3):
+        unfused()
+        fused()
+    findings = _capture(unfused, 3)
+    return _result("optimizer", "AdamW foreach=False, 40 x 256k params -> fused=True", findings,
+                   *_paired(unfused, fused, rounds, per_round))
+
+
+CASES = (input_wait_case, optimizer_case)
+
+
+def table(results: list[Result]) -> str:
+    rows = ["| kind | case | estimate (of the captured step) | measured gain (step with problem -> fixed) "
+            "| ratio of shares | ratio of times | rank |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        est = f"{r.estimate_us / 1e3:.2f} ms ({r.estimate_pct:.0f} %)" if r.estimate_us else "-"
+        ratio = f"{r.ratio:.2f}" if r.ratio else "-"
+        ratio_us = f"{r.ratio_us:.2f}" if r.ratio_us else "-"
+        rows.append(f"| {r.kind} | {r.case} | {est} | {r.measured_us / 1e3:.2f} ms ({r.measured_pct:.0f} %; "
+                    f"{r.problem_us / 1e3:.1f} -> {r.fixed_us / 1e3:.1f} ms) | {ratio} | {ratio_us} | {r.rank or '-'} |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    argparse.ArgumentParser(description="Run the advisor's calibration cases (docs/advisor.md) and print "
+                                        "the table: kind, case, estimate, measured gain, ratio, rank.").parse_args(argv)
+    torch.set_num_threads(1)
+    print(table([case() for case in CASES]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

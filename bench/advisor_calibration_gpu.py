@@ -1,0 +1,111 @@
+"""The advisor's GPU kinds against measured fixes, on a CUDA machine (docs/advisor.md): as
+bench/advisor_calibration.py does on CPU, a training loop with a problem planted is captured with
+``inductor_perf.profile()`` and then timed with the problem and with the fix in paired rounds
+(time.perf_counter around each step, after torch.cuda.synchronize()).
+
+    python bench/advisor_calibration_gpu.py        # prints the table (needs CUDA)
+
+Cases: ``host_bound`` (a launch-bound MLP, fixed by mode="reduce-overhead"), ``sync`` (loss.item()
+each step, fixed by not asking), ``memcpy`` (a pageable batch copied each step, fixed by a pinned one
+copied non_blocking).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Callable
+
+import torch
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import advisor_calibration as cal  # noqa: E402
+
+
+def _mlp(layers: int = 24, width: int = 256) -> nn.Module:
+    return nn.Sequential(*[m for _ in range(layers) for m in (nn.Linear(width, width), nn.GELU())]).cuda()
+
+
+def _synced(step: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        step()
+        torch.cuda.synchronize()
+    return run
+
+
+def _train(model: nn.Module, compiled: Callable, batch: Callable[[], torch.Tensor], item: bool = False) -> Callable[[], None]:
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+
+    def step() -> None:
+        loss = compiled(batch()).square().mean()
+        loss.backward()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if item:
+            loss.item()
+    return step
+
+
+def host_bound_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+    torch.manual_seed(0)
+    x = torch.randn(32, 256, device="cuda")
+    a, b = _mlp(), _mlp()
+    b.load_state_dict(a.state_dict())
+    plain = _train(a, torch.compile(a, backend="inductor_perf"), lambda: x)
+    graphs = _train(b, torch.compile(b, backend="inductor_perf", mode="reduce-overhead"), lambda: x)
+    return _run("host_bound", "24 x Linear(256)+GELU, batch 32 -> mode=reduce-overhead", plain, graphs,
+                rounds, per_round, want=lambda f: "reduce-overhead" in f["fix"])
+
+
+def sync_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+    torch.manual_seed(0)
+    x = torch.randn(32, 256, device="cuda")
+    m = _mlp(8)
+    c = torch.compile(m, backend="inductor_perf")
+    return _run("sync", "loss.item() every step -> none", _train(m, c, lambda: x, item=True),
+                _train(m, c, lambda: x), rounds, per_round)
+
+
+def memcpy_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+    torch.manual_seed(0)
+    host = torch.randn(4096, 4096)
+    pinned = host.pin_memory()
+    m = _mlp(4, 4096)
+    c = torch.compile(m, backend="inductor_perf")
+    return _run("memcpy", "64 MB pageable batch .cuda() -> pinned, non_blocking", _train(m, c, lambda: host.cuda()),
+                _train(m, c, lambda: pinned.cuda(non_blocking=True)), rounds, per_round)
+
+
+def _run(kind: str, case: str, problem: Callable[[], None], fixed: Callable[[], None], rounds: int, per_round: int,
+         want: Callable[[dict], bool] = lambda f: True) -> cal.Result:
+    problem, fixed = _synced(problem), _synced(fixed)
+    for _ in range(5):
+        problem()
+        fixed()
+    findings = cal._capture(problem, 5)
+    return cal._result(kind, case, findings, *cal._paired(problem, fixed, rounds, per_round), want=want)
+
+
+CASES = (host_bound_case, sync_case, memcpy_case)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(description="Run the advisor's GPU calibration cases (docs/advisor.md; needs CUDA) "
+                                        "and print the table.").parse_args(argv)
+    if not torch.cuda.is_available():
+        print("advisor_calibration_gpu: no CUDA device", file=sys.stderr)
+        return 1
+    results = []
+    for case in CASES:
+        try:
+            results.append(case())
+        except Exception as e:  # one case's failure still prints the others
+            print(f"{case.__name__}: {type(e).__name__}: {e}", file=sys.stderr)
+    print(cal.table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

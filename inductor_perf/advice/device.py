@@ -1,0 +1,105 @@
+"""Findings about the device's own work: kernels far under their roof, float32 matmuls with a faster
+path, collectives compute does not hide (docs/advisor.md). Each detector is
+``find_*(record, summary) -> list[Finding]``. Torch-free."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from ..model.kernel_kinds import KIND_COLLECTIVE, KIND_MEMCPY, KIND_MEMSET
+from .finding import Finding
+from .host import finding, unfused_optimizer
+from .per_step import Step, us
+
+FAR_UNDER_PCT = 50.0
+"""A kernel below this % of the roof that binds it has headroom."""
+HEADROOM_LINES = 3
+"""Source lines reported (the rest are in none: the kernel table has them)."""
+FAST_PATH_RATIO = 1.5
+"""A tf32 / bf16 matmul roof at least this many times float32's is a faster path."""
+_NOT_COMPUTE = (KIND_MEMCPY, KIND_MEMSET, KIND_COLLECTIVE)
+
+
+def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
+    """Kernels far under their roof, summed by source line: their time now less their time at the roof."""
+    step = Step.of(summary)
+    lines: dict[str | None, list[float]] = {}
+    sig = getattr(summary, "signals", None)
+    unfused = unfused_optimizer(sig)
+    # on a CPU trace an unfused optimizer's ops are kernels too: their time is the optimizer finding's
+    theirs = unfused[0].op_time_us if unfused is not None and not sig.on_device else {}
+    for r in summary.all_kernels or summary.top_kernels:
+        p = r.placement
+        if r.kind in _NOT_COMPUTE or p is None or p.pct_of_roof is None or r.above_roof_reason:
+            continue
+        if p.pct_of_roof >= FAR_UNDER_PCT or not r.total_us:
+            continue
+        now = r.total_us - theirs.get(r.name, 0.0)
+        if now <= 0:
+            continue
+        acc = lines.setdefault(r.source, [0.0, 0.0, 0])
+        acc[0] += now
+        acc[1] += now * p.pct_of_roof / 100.0
+        acc[2] += 1
+    out = []
+    for src, (now, at_roof, n) in sorted(lines.items(), key=lambda kv: -(kv[1][0] - kv[1][1]))[:HEADROOM_LINES]:
+        pct = 100.0 * at_roof / now
+        where = f"of {src}" if src else "without a source line"
+        out.append(finding(
+            "headroom", f"{n} kernel(s) {where} run at {pct:.0f} % of their roof", now - at_roof, step,
+            f"{us(step.per_step(now))} a step in {n} kernel name(s) under {FAR_UNDER_PCT:.0f} % of the roof that "
+            f"binds each (time-weighted {pct:.0f} %); step = {step.basis}. Model: each kernel at its roof "
+            "(time x % of roof), an upper bound: small, latency-bound kernels rarely get there.",
+            "look at these kernels in the kernel table: shapes too small to fill the device (batch more, fuse "
+            "them: more of the step in one compiled graph), layouts that stride memory, or mode=\"max-autotune\"",
+            source=src))
+    return out
+
+
+def find_precision(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
+    """Compute-bound float32 matmuls on a device whose tf32 / bf16 matmul roof is much higher."""
+    sig = getattr(summary, "signals", None)
+    peaks = sig.peaks if sig is not None else {}
+    fp32 = peaks.get("float32")
+    # the smaller change first: TF32 keeps float32 tensors; bfloat16 where the device has no TF32
+    fast_dt, fast = next(((dt, peaks.get(dt)) for dt in ("tf32", "bfloat16")
+                          if fp32 and (peaks.get(dt) or 0.0) >= fp32 * FAST_PATH_RATIO), (None, None))
+    if not fp32 or not fast:
+        return []
+    now = 0.0
+    names = 0
+    for r in summary.all_kernels or summary.top_kernels:
+        if r.dtype != "float32" or r.above_roof_reason or not r.flop or r.bound != "compute":
+            continue
+        now += r.total_us
+        names += 1
+    if now <= 0:
+        return []
+    step = Step.of(summary)
+    saving = now * (1.0 - fp32 / fast)
+    how = ("torch.set_float32_matmul_precision(\"high\") (TF32 matmuls)" if fast_dt == "tf32"
+           else "torch.autocast(device_type, dtype=torch.bfloat16) around the forward")
+    return [finding(
+        "precision", f"{names} compute-bound float32 matmul kernel(s) take {us(step.per_step(now))} a step; "
+        f"{fast_dt} runs {fast / fp32:.1f}x faster here", saving, step,
+        f"{us(step.per_step(now))} a step in compute-bound float32 kernels with FLOPs; the device's matmul roofs: "
+        f"float32 {fp32:g}, {fast_dt} {fast:g} TFLOP/s; step = {step.basis}. Model: the same kernels at the same "
+        f"share of the {fast_dt} roof: time x (1 - {fp32:g}/{fast:g}).",
+        f"{how}, if the model tolerates the precision")]
+
+
+def find_exposed_comm(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
+    """Collective time not overlapped with compute on this rank."""
+    comm = summary.comm
+    exposed = getattr(comm, "exposed_comm_us", None) if comm is not None else None
+    if not exposed or exposed <= 0:
+        return []
+    step = Step.of(summary)
+    return [finding(
+        "exposed_comm", f"{us(step.per_step(exposed))} a step of collectives run with no compute beside them",
+        exposed, step,
+        f"collectives {us(step.per_step(comm.comm_us))} a step, {us(step.per_step(exposed))} of it exposed "
+        f"(no compute kernel running); step = {step.basis}. Model: collectives fully overlapped with compute "
+        "(the cross-rank view, inductor-perf summary DIR, shows which rank the others wait for).",
+        "overlap communication with compute: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP "
+        "forward/backward prefetch, async collectives issued early; or fewer, larger collectives")]

@@ -1,0 +1,398 @@
+"""What the advisor (:mod:`inductor_perf.advice`) reads of a trace beyond the summary's tables: device
+idle time split by what the host was doing (the data loader, syncs, compiled-graph calls, eager
+work), the host-device syncs, the optimizer's step and the pageable copies.
+
+Computed by :func:`advice_signals` in :func:`inductor_perf.summary.core.assemble`, from the parts
+both engines hand it (the kernels, the host threads' forests, the busy window), so that a loaded
+trace and a streamed one give the same signals. Pure and torch-free; all times in µs over the whole
+window (the advisor divides by the steps).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Mapping
+
+from ..devices.peaks import dtype_peak
+from ..model import events as evs
+from ..model.markers import MARKER_PREFIX
+from .kernels import DEF_GPU, GRAPH_CALL_PREFIX, TraceKernels
+
+Span = tuple[float, float]
+
+LOADER_PREFIX = "enumerate(DataLoader)#"
+"""torch's range around each ``next()`` of a DataLoader iterator (``..._SingleProcessDataLoaderIter.__next__``,
+``..._MultiProcessingDataLoaderIter.__next__``)."""
+COMPILED_PREFIXES = ("Torch-Compiled Region", "CompiledFunction", GRAPH_CALL_PREFIX, MARKER_PREFIX)
+"""Host ranges around a call of compiled code (Dynamo's frame, AOTAutograd's forward and backward,
+Inductor's graph call, our marker): the kernels they launch are what ``mode="reduce-overhead"`` replays
+as one CUDA graph."""
+SYNC_NAMES = frozenset({"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+                        "hipStreamSynchronize", "hipDeviceSynchronize", "hipEventSynchronize", "hipMemcpy",
+                        "aten::_local_scalar_dense"})
+"""Host calls that wait for the device (``.item()``, ``.cpu()``, ``nonzero``, a blocking copy)."""
+OPTIMIZER_PREFIX = "Optimizer.step#"
+FUSED_MARKS = ("_foreach_", "_fused_")
+"""Op names of a multi-tensor (``foreach=True``) or fused (``fused=True``) optimizer step."""
+PAGEABLE = re.compile(r"HtoD.*Pageable", re.IGNORECASE)
+"""Kineto's name of a host-to-device copy from pageable memory: ``Memcpy HtoD (Pageable -> Device)``."""
+_FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): ")
+"""A python stack event's name: ``path/train.py(42): step``."""
+_PROFILER_CATS = frozenset({"overhead", "trace"})
+"""The profiler's own events (``Activity Buffer Request``): not the user's host activity."""
+_LIBRARY = ("/torch/", "site-packages", "dist-packages", "<built-in", "/lib/python")
+
+
+@dataclass
+class SyncSite:
+    """The host-device syncs of one place in the user's code."""
+
+    source: str | None
+    """``file.py:LINE`` (the python stack around the sync, else the last kernel's tag); None: unknown."""
+    what: str
+    """The sync calls (``aten::_local_scalar_dense``, ``cudaStreamSynchronize``, ...), most frequent first."""
+    count: int = 0
+    host_us: float = 0.0
+    """Time the host spent blocked in them."""
+    drain_us: float = 0.0
+    """Device idle from each sync's start until the next kernel after it: the drained queue refilling."""
+
+
+@dataclass
+class OptimizerStep:
+    """The ``Optimizer.step#<Class>.step`` ranges of the trace."""
+
+    name: str
+    calls: int
+    time_us: float
+    """Their summed duration on the host."""
+    top_ops: int
+    """Ops run directly under the ranges (per call, summed)."""
+    per_param: int | None
+    """Parameters the step updated one at a time: the most common count among the op names (None: no op)."""
+    fused: bool
+    """Whether a multi-tensor or fused op (:data:`FUSED_MARKS`) ran in it."""
+    op_time_us: dict[str, float] = field(default_factory=dict)
+    """The ops' time by name (on a CPU trace they are kernels of the summary too)."""
+
+
+@dataclass
+class AdviceSignals:
+    """Everything :mod:`inductor_perf.advice` needs beyond the summary's tables (:mod:`summary.signals`)."""
+
+    on_device: bool
+    """The kernels are a device's (a GPU trace), not the host's own work (a CPU trace)."""
+    graph_launches: bool
+    """Kernels were replayed by CUDA graphs."""
+    input_wait_us: float = 0.0
+    """Idle time (device, or the CPU's kernels) while the host was inside a DataLoader ``next()``."""
+    loader_us: float = 0.0
+    loader_calls: int = 0
+    loader_name: str | None = None
+    compiled_calls: int = 0
+    """Host ranges of compiled-graph calls (:data:`COMPILED_PREFIXES`): 0 for an eager trace."""
+    launch_gap_us: float = 0.0
+    """Device idle while the host was inside a compiled-graph call (and not in a loader or a sync)."""
+    eager_idle_us: dict[str, float] = field(default_factory=dict)
+    """Device idle outside compiled calls, loaders and syncs, by the host's outermost activity below
+    the step (:data:`evs.NO_HOST_EVENT` where none), most first; threads overlap, so these can add up
+    to more than :attr:`eager_idle_total_us`."""
+    eager_idle_total_us: float = 0.0
+    """That idle time itself (once, whatever the threads did)."""
+    syncs: list[SyncSite] = field(default_factory=list)
+    optimizer: OptimizerStep | None = None
+    pageable_copies: int = 0
+    pageable_us: float = 0.0
+    peaks: dict[str, float | None] = field(default_factory=dict)
+    """The device's matmul roofs (TFLOP/s) for float32, tf32, bfloat16 and float16."""
+    record: Mapping[str, Any] | None = None
+    """The trace's own record (:data:`inductor_perf.devices.props.RECORD_KEY`), for the compile findings."""
+
+
+# --- Intervals -----------------------------------------------------------------------------------------
+def merged(spans: Iterable[Span]) -> list[Span]:
+    out: list[list[float]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            if e > out[-1][1]:
+                out[-1][1] = e
+        elif e > s:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def overlap(a: list[Span], b: list[Span]) -> float:
+    """Total time of the intersection of two merged, sorted span lists."""
+    i = j = 0
+    total = 0.0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if hi > lo:
+            total += hi - lo
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def minus(a: list[Span], b: list[Span]) -> list[Span]:
+    """``a`` less ``b`` (both merged and sorted)."""
+    out: list[Span] = []
+    j = 0
+    for s, e in a:
+        while j < len(b) and b[j][1] <= s:
+            j += 1
+        k, cur = j, s
+        while k < len(b) and b[k][0] < e:
+            if b[k][0] > cur:
+                out.append((cur, b[k][0]))
+            cur = max(cur, b[k][1])
+            k += 1
+        if cur < e:
+            out.append((cur, e))
+    return out
+
+
+def gaps_of(window: Any) -> list[Span]:
+    """The idle spans of a busy window: its [start, end] less its kernels' merged spans."""
+    busy = [(s, e) for s, e, *_ in window.merged]
+    return minus([(window.start, window.end)], busy) if window.end > window.start else []
+
+
+# --- Host events -----------------------------------------------------------------------------------------
+def _walk(nodes: Iterable[Any]) -> Iterator[Any]:
+    stack = list(nodes)[::-1]
+    while stack:
+        e = stack.pop()
+        yield e
+        kids = e.children
+        if kids:
+            stack.extend(reversed(kids))
+
+
+def _below_steps(roots: Iterable[Any]) -> Iterator[Any]:
+    """A thread's outermost events, looking through ``ProfilerStep#N`` ranges."""
+    for e in roots:
+        if e.name.startswith("ProfilerStep#") and e.children:
+            yield from e.children
+        else:
+            yield e
+
+
+def user_frame(name: str) -> str | None:
+    """``file.py:LINE`` (the path as recorded, as our tags' ``source``) of a python stack event's name,
+    when it is outside torch and installed libraries; else None."""
+    m = _FRAME.match(name)
+    if m is None or any(p in m["file"] for p in _LIBRARY):
+        return None
+    return f"{m['file']}:{m['line']}"
+
+
+def _frame_of(e: Any) -> str | None:
+    """The innermost user python frame around host event ``e`` (its ancestors), when the trace has them."""
+    up = e.parent
+    while up is not None:
+        if up.cat == "python_function":
+            got = user_frame(up.name)
+            if got is not None:
+                return got
+        up = up.parent
+    return None
+
+
+class _Collect:
+    """One walk over every host thread's forest, keeping the spans the signals read."""
+
+    def __init__(self) -> None:
+        self.loader: list[Span] = []
+        self.loader_names: dict[str, int] = {}
+        self.compiled: list[Span] = []
+        self.syncs: list[tuple[Any, float, float]] = []
+        self.optimizer: list[Any] = []
+        self.outer: list[tuple[str, float, float]] = []
+        self.roles: dict[str, int] = {}
+
+    def thread(self, roots: list[Any]) -> None:
+        for e in _below_steps(roots):
+            if e.cat.lower() not in _PROFILER_CATS:
+                self.outer.append((e.name, e.ts, e.end))
+        role_of, roles = self.roles.get, self.roles
+        for e in _walk(roots):
+            name = e.name
+            role = role_of(name)
+            if role is None:
+                role = roles[name] = _role(name)
+            if not role:
+                continue
+            if role == _LOADER:
+                self.loader.append((e.ts, e.end))
+                self.loader_names[name] = self.loader_names.get(name, 0) + 1
+            elif role == _COMPILED:
+                self.compiled.append((e.ts, e.end))
+            elif role == _SYNC:
+                if not _in_sync(e):
+                    self.syncs.append((e, e.ts, e.end))
+            else:
+                self.optimizer.append(e)
+
+
+_LOADER, _COMPILED, _SYNC, _OPTIMIZER = 1, 2, 3, 4
+
+
+def _role(name: str) -> int:
+    """What :class:`_Collect` keeps of a host event of this name (0: nothing); asked once a name."""
+    return (_LOADER if name.startswith(LOADER_PREFIX) else _COMPILED if name.startswith(COMPILED_PREFIXES)
+            else _SYNC if name in SYNC_NAMES else _OPTIMIZER if name.startswith(OPTIMIZER_PREFIX) else 0)
+
+
+def _in_sync(e: Any) -> bool:
+    up = e.parent
+    while up is not None:
+        if up.name in SYNC_NAMES:
+            return True
+        up = up.parent
+    return False
+
+
+def _threads(roots: Any) -> Iterator[list[Any]]:
+    for key in list(roots):
+        yield roots[key]
+
+
+# --- The signals -----------------------------------------------------------------------------------------
+def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: Any,
+                   record: Mapping[str, Any] | None) -> AdviceSignals:
+    """The :class:`AdviceSignals` of a trace's parts (:class:`inductor_perf.summary.core.SummaryParts`)."""
+    got = _Collect()
+    for roots in _threads(tk.roots):
+        got.thread(roots)
+    on_device = tk.definition == DEF_GPU
+    gaps = gaps_of(window)
+    loader = merged(got.loader)
+    sync_spans = merged((s, e) for _, s, e in got.syncs)
+    sig = AdviceSignals(on_device=on_device, graph_launches=graph_launches, record=record)
+    sig.input_wait_us = overlap(gaps, loader)
+    sig.loader_us = sum(e - s for s, e in loader)
+    sig.loader_calls = sum(got.loader_names.values())
+    sig.loader_name = max(got.loader_names, key=got.loader_names.__getitem__) if got.loader_names else None
+    if on_device:
+        other = merged(loader + sync_spans)
+        compiled = minus(merged(got.compiled), other)
+        sig.launch_gap_us = overlap(gaps, compiled)
+        sig.compiled_calls = len(got.compiled)
+        taken = merged(got.compiled + other)
+        sig.eager_idle_us = _eager_idle(gaps, taken, got.outer)
+        sig.eager_idle_total_us = sum(e - s for s, e in minus(gaps, taken))
+        sig.syncs = _sync_sites(got.syncs, gaps, window, tk.kernels)
+        for k in tk.kernels:
+            if k.cat.lower() in ("gpu_memcpy", "memcpy") and PAGEABLE.search(k.name):
+                sig.pageable_copies += 1
+                sig.pageable_us += k.dur
+    sig.optimizer = _optimizer(got.optimizer)
+    sig.peaks = {dt: dtype_peak(device, dt, True) for dt in ("float32", "tf32", "bfloat16", "float16")}
+    return sig
+
+
+def _eager_idle(gaps: list[Span], taken: list[Span], outer: list[tuple[str, float, float]]) -> dict[str, float]:
+    """Idle time in ``gaps`` less ``taken``, by the outermost host event over it (all threads)."""
+    rest = minus(gaps, taken)
+    if not rest:
+        return {}
+    ends = [e for _, e in rest]
+    acc: dict[str, float] = {}
+    covered = []
+    for name, s, e in outer:
+        t = 0.0
+        i = bisect.bisect_right(ends, s)  # the first idle span that ends after the event starts
+        while i < len(rest) and rest[i][0] < e:
+            lo, hi = max(rest[i][0], s), min(rest[i][1], e)
+            if hi > lo:
+                t += hi - lo
+            i += 1
+        if t > 0:
+            acc[name] = acc.get(name, 0.0) + t
+            covered.append((s, e))
+    lone = sum(b - a for a, b in minus(rest, merged(covered)))
+    if lone > 0:
+        acc[evs.NO_HOST_EVENT] = lone
+    return dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _sync_sites(syncs: list[tuple[Any, float, float]], gaps: list[Span], window: Any,
+                kernels: list[Any]) -> list[SyncSite]:
+    """The syncs grouped by source: each one's host time, and the device idle from its start to the
+    first kernel that starts after it returns (the queue it drained, refilling)."""
+    starts = [s for s, *_ in window.merged]
+    by_start = sorted(kernels, key=lambda k: k.ts)
+    kstarts = [k.ts for k in by_start]
+    sites: dict[str | None, SyncSite] = {}
+    names: dict[str | None, dict[str, int]] = {}
+    for e, s, end in sorted(syncs, key=lambda x: x[1]):
+        i = bisect.bisect_left(starts, end)
+        refill = starts[i] if i < len(starts) else end
+        drain = overlap(gaps, [(s, max(refill, end))])
+        src = _frame_of(e) or _last_source(by_start, bisect.bisect_right(kstarts, s))
+        site = sites.get(src)
+        if site is None:
+            site = sites[src] = SyncSite(src, "")
+            names[src] = {}
+        site.count += 1
+        site.host_us += end - s
+        site.drain_us += drain
+        names[src][e.name] = names[src].get(e.name, 0) + 1
+    for src, site in sites.items():
+        site.what = ", ".join(n for n, _ in sorted(names[src].items(), key=lambda kv: (-kv[1], kv[0])))
+    return sorted(sites.values(), key=lambda x: -x.drain_us)
+
+
+def _last_source(by_start: list[Any], before: int) -> str | None:
+    """The source tag of the latest of the (up to 64) kernels started before index ``before``: where a
+    sync has no python stack, the compiled code's line it waits for."""
+    for k in reversed(by_start[max(0, before - 64):before]):
+        got = k.args.get(evs.SOURCE)
+        if isinstance(got, str) and got:
+            return got
+    return None
+
+
+def _optimizer(ranges: list[Any]) -> OptimizerStep | None:
+    """The optimizer's steps: their time, the ops directly under them, and whether one fused."""
+    if not ranges:
+        return None
+    names: dict[str, int] = {}
+    op_time: dict[str, float] = {}
+    top = 0
+    fused = False
+    for r in ranges:
+        for e in _walk(r.children or ()):
+            if e.name.startswith(OPTIMIZER_PREFIX):
+                continue
+            if any(m in e.name for m in FUSED_MARKS):
+                fused = True
+        for e in _top_ops(r):
+            top += 1
+            names[e.name] = names.get(e.name, 0) + 1
+            op_time[e.name] = op_time.get(e.name, 0.0) + (e.end - e.ts)
+    counts: dict[int, int] = {}
+    for n in names.values():
+        counts[n] = counts.get(n, 0) + 1
+    per_param = max(counts, key=lambda n: (counts[n], n)) if counts else None
+    by_name: dict[str, int] = {}
+    for r in ranges:
+        by_name[r.name] = by_name.get(r.name, 0) + 1
+    return OptimizerStep(max(by_name, key=by_name.__getitem__), len(ranges), sum(r.end - r.ts for r in ranges),
+                         top, per_param // len(ranges) if per_param else None, fused, op_time)
+
+
+def _top_ops(r: Any) -> Iterator[Any]:
+    """The ops directly under range ``r`` (through any annotation ranges, not into an op)."""
+    stack = list(r.children or ())
+    while stack:
+        e = stack.pop()
+        if e.cat in evs.CPU_OP_CATS:
+            yield e
+        elif e.children:
+            stack.extend(e.children)

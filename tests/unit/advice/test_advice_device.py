@@ -1,0 +1,60 @@
+"""The device-side detectors (headroom, precision, exposed_comm) on hand-built kernels against the H100
+row (HBM 3350 GB/s; matmul roofs float32 67, tf32 494.5 TFLOP/s: the datasheet, devices/table.py)."""
+
+from __future__ import annotations
+
+import pytest
+from advice_traces import kernel
+
+from inductor_perf.advice.advise import advise
+from inductor_perf.devices.table import lookup
+from inductor_perf.summary.core import summarize
+
+H100 = lookup("NVIDIA H100 80GB HBM3")
+
+
+def _kinds(events: list[dict], device=H100) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in advise(summarize({"traceEvents": events}, device=device)):
+        out.setdefault(f.kind, []).append(f)
+    return out
+
+
+def test_headroom_memory_bound_kernel_hand_arithmetic():
+    # 100 µs moving 0.067 GB: 670 GB/s, 20 % of HBM's 3350; at the roof it would take 20 µs: saves 80
+    k = kernel("triton_poi_fused_add_0", 0, 100, kernel_flop=0, kernel_num_gb=0.067, source="model.py:12")
+    (f,) = _kinds([k])["headroom"]
+    assert f.source == "model.py:12"
+    assert f.saving_us_per_step == pytest.approx(80.0, abs=0.05)
+
+
+def test_headroom_kernel_near_its_roof_is_quiet():
+    k = kernel("triton_poi_fused_add_0", 0, 100, kernel_flop=0, kernel_num_gb=0.30, source="model.py:12")
+    assert "headroom" not in _kinds([k])  # 3000 GB/s: 90 % of HBM
+
+
+def test_precision_fp32_gemm_hand_arithmetic():
+    # 4.02 GFLOP in 100 µs: 40.2 TFLOP/s, 60 % of float32's 67 (compute-bound, no headroom finding);
+    # at the same share of TF32's 494.5 it takes 100 x 67 / 494.5 µs: saves 100 x (1 - 67/494.5)
+    k = kernel("sm90_xmma_gemm_f32f32_f32f32_f32_nn", 0, 100, kernel_flop=4.02e9, kernel_matmul_flop=4.02e9,
+               kernel_num_gb=0.01, kernel_dtype="float32", kernel_kind="extern", source="model.py:7")
+    got = _kinds([k])
+    (f,) = got["precision"]
+    assert f.saving_us_per_step == pytest.approx(100 * (1 - 67 / 494.5), abs=0.01)
+    assert "set_float32_matmul_precision" in f.fix
+    assert "headroom" not in got
+
+
+def test_precision_never_without_a_faster_path():
+    k = kernel("gemm", 0, 100, kernel_flop=4.02e9, kernel_matmul_flop=4.02e9, kernel_num_gb=0.01,
+               kernel_dtype="float32", kernel_kind="extern")
+    slow = {"name": "cpu-like", "peak_tflops": {"float32": 67.0}, "mem_bandwidth_gbs": 3350.0, "device_type": "cpu"}
+    assert "precision" not in _kinds([k], slow)
+
+
+def test_exposed_comm_hand_arithmetic():
+    # an all-reduce 0..100 and a compute kernel 50..150: 50 µs of the collective with nothing beside it
+    events = [kernel("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 0, 100),
+              {**kernel("triton_poi_fused_mul_1", 50, 100), "tid": 8}]
+    (f,) = _kinds(events)["exposed_comm"]
+    assert f.saving_us_per_step == 50.0

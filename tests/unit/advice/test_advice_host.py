@@ -1,0 +1,124 @@
+"""The host-side detectors (input_wait, host_bound, sync, optimizer, memcpy) on hand-built traces whose
+savings are hand arithmetic (advice_traces.py), on both summary engines."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+from advice_traces import cpu_optimizer_trace, gpu_trace, stepped_loader_trace
+
+from inductor_perf.advice.advise import advise
+from inductor_perf.summary.core import summarize
+from inductor_perf.summary.files import summarize_file
+
+
+def _by_kind(trace: dict) -> dict[str, list]:
+    out: dict[str, list] = {}
+    for f in advise(summarize(trace)):
+        out.setdefault(f.kind, []).append(f)
+    return out
+
+
+def test_gpu_patterns_hand_arithmetic():
+    got = _by_kind(gpu_trace())
+    assert [f.saving_us_per_step for f in got["input_wait"]] == [100.0]
+    launch, eager = sorted(got["host_bound"], key=lambda f: "reduce-overhead" not in f.fix)
+    assert launch.saving_us_per_step == 50.0 and 'mode="reduce-overhead"' in launch.fix
+    assert eager.saving_us_per_step == 48.0 and "reduce-overhead" not in eager.fix
+    (sync,) = got["sync"]
+    assert sync.saving_us_per_step == 50.0 and sync.source == "train.py:42"
+    assert "cudaStreamSynchronize" in sync.title
+    assert [f.saving_us_per_step for f in got["memcpy"]] == [40.0]
+    # no steps: the window (350 µs) is the step
+    assert got["input_wait"][0].saving_pct_of_step == round(100 * 100 / 350, 2)
+
+
+def test_ranked_by_saving():
+    savings = [f.saving_us_per_step for f in advise(summarize(gpu_trace()))]
+    assert savings == sorted(savings, reverse=True)
+    assert savings[:5] == [100.0, 50.0, 50.0, 48.0, 40.0]
+
+
+def test_per_step_and_median_step():
+    (f,) = [f for f in advise(summarize(stepped_loader_trace())) if f.kind == "input_wait"]
+    assert f.saving_us_per_step == 200.0
+    assert f.saving_pct_of_step == 66.67
+
+
+def test_optimizer_unfused_hand_arithmetic():
+    (f,) = [f for f in advise(summarize(cpu_optimizer_trace())) if f.kind == "optimizer"]
+    # 500 ops for 100 parameters: 5 a parameter, 15 tensor passes; fused AdamW: 7 (param, grad in; param
+    # out; 2 states in and out); saving 1000 x (1 - 7/15)
+    assert f.saving_us_per_step == pytest.approx(1000 * (1 - 7 / 15), abs=1e-3)
+    assert "fused=True" in f.fix and "100 parameters" in f.title
+
+
+def test_optimizer_fused_or_few_params_is_quiet():
+    assert not [f for f in advise(summarize(cpu_optimizer_trace(fused=True))) if f.kind == "optimizer"]
+    assert not [f for f in advise(summarize(cpu_optimizer_trace(params=4))) if f.kind == "optimizer"]
+
+
+def test_cpu_trace_gets_no_device_only_kinds():
+    kinds = {f.kind for f in advise(summarize(cpu_optimizer_trace()))}
+    assert not kinds & {"host_bound", "sync", "memcpy"}
+
+
+def test_both_engines_same_findings(tmp_path):
+    pytest.importorskip("orjson")
+    from inductor_perf.summary.stream.engine import summarize_file_stream
+
+    p = tmp_path / "t.json.gz"
+    record = {"compile": {"graphs": 2}}  # the trace's own record reaches the detectors (compile's)
+    with gzip.open(p, "wt") as f:
+        json.dump({**gpu_trace(), "inductor_perf": record}, f)
+    loaded = summarize_file(str(p), engine="full").summary
+    full = [x.to_dict() for x in advise(loaded)]
+    streamed = summarize_file_stream(str(p))
+    assert streamed is not None
+    assert [x.to_dict() for x in advise(streamed[0])] == full
+    assert len(full) >= 5
+    assert loaded.signals.record == streamed[0].signals.record == record
+
+
+def test_saving_above_the_median_step_is_a_share_of_the_mean_step():
+    # steps of 100, 100 and 700 µs (median 100, mean 300); the loader holds the device idle 600 µs in
+    # the last: 200 µs a step, above the median step, so 200 / 300 of the mean step, with the reason
+    from advice_traces import LOADER, host, kernel
+
+    trace = {"traceEvents": [
+        host("ProfilerStep#1", 0, 100, "user_annotation"), kernel("k1", 0, 100),
+        host("ProfilerStep#2", 100, 100, "user_annotation"), kernel("k2", 100, 100),
+        host("ProfilerStep#3", 200, 700, "user_annotation"), host(LOADER, 200, 600, "user_annotation"),
+        kernel("k3", 800, 100)]}
+    (f,) = [f for f in advise(summarize(trace)) if f.kind == "input_wait"]
+    assert f.saving_us_per_step == 200.0
+    assert f.saving_pct_of_step == 66.67
+    assert "mean step (300 µs)" in f.evidence
+
+
+def test_sync_without_python_stack_takes_the_compiled_kernels_source():
+    # no python stack events: the sync at 20..30 waits for k1 (0..25), tagged model.py:9; the device is
+    # idle 25..60 until k2: 35 µs
+    from advice_traces import HOST, ev, kernel
+
+    trace = {"traceEvents": [
+        kernel("triton_poi_fused_0", 0, 25, source="model.py:9"),
+        ev("cudaDeviceSynchronize", "cuda_runtime", 20, 10, HOST),
+        kernel("triton_poi_fused_1", 60, 10, source="model.py:11")]}
+    (f,) = [f for f in advise(summarize(trace)) if f.kind == "sync"]
+    assert f.source == "model.py:9" and f.saving_us_per_step == 35.0
+
+
+def test_cpu_optimizer_ops_are_not_headroom_too():
+    # the optimizer's ops are the CPU trace's kernels: 1 kB in 1.5 µs each (0.67 GB/s), far under any
+    # roof; their time is the optimizer finding's, not headroom's as well
+    from inductor_perf.devices.table import lookup
+
+    trace = cpu_optimizer_trace(gb=1e-6)
+    kinds = [f.kind for f in advise(summarize(trace, device=lookup("NVIDIA H100 80GB HBM3")))]
+    assert "optimizer" in kinds and "headroom" not in kinds
+    fused = [f.kind for f in advise(summarize(cpu_optimizer_trace(fused=True, gb=1e-6),
+                                              device=lookup("NVIDIA H100 80GB HBM3")))]
+    assert "headroom" in fused and "optimizer" not in fused  # fused: the ops are nobody else's finding
