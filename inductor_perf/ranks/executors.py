@@ -9,8 +9,8 @@ executor: ``dask.distributed`` (:func:`dask_executor`, ``client.get_executor()``
   on stderr when that is a terminal, :class:`inductor_perf.cli._Ticker`);
 - **faults**: a task whose worker died (Dask's ``KilledWorker``: the scheduler already retried it on
   other workers; a local pool's ``BrokenProcessPool``) or that raised gives a digest without a summary,
-  named in the view with the reason; the local pool, broken by one process's death, runs each rank it
-  had not finished again in a pool of its own, so only the rank that kills its process is lost;
+  named in the view with the reason. A dying worker takes with it the other ranks it held, so every
+  rank lost that way runs again, alone: only a rank whose own run kills its worker is lost;
 - **Ctrl-C** (``KeyboardInterrupt`` while waiting): every task not yet finished is cancelled
   (``Future.cancel``: on a Dask cluster that cancels the cluster's task) before it is raised again.
 """
@@ -78,10 +78,24 @@ def run_map(executor: cf.Executor, paths: list[str], *, stage: Stage | None = No
     return [out[p] for p in paths]
 
 
+def run_again_alone(got: list[Digest], executor: Callable[[], Any], *, fn: Callable[..., Digest] = digest,
+                    args: tuple = ()) -> list[Digest]:
+    """``got`` with each rank lost to a dying worker run again, one at a time, on ``executor()``'s
+    executor (a context manager): a worker that dies takes with it the other ranks it held (queued,
+    or their results not yet fetched), so a death is pinned on a rank only when it recurs while that
+    rank runs alone."""
+    for n, d in enumerate(got):
+        if d.reason == "worker died":
+            log.info("%s: its worker died (%s): running it again alone", d.file, d.error)
+            with executor() as alone:
+                got[n] = run_map(alone, [d.file], fn=fn, args=args)[0]
+    return got
+
+
 def run_local(paths: list[str], workers: int, *, stage: Stage | None = None, fn: Callable[..., Digest] = digest,
               args: tuple = ()) -> list[Digest]:
-    """:func:`run_map` on a local pool of ``workers`` processes; a rank lost to a broken pool (some
-    process died) is run again alone, in a pool of its own, so the death is pinned on its rank."""
+    """:func:`run_map` on a local pool of ``workers`` processes; ranks lost to a broken pool (one
+    process died, and the pool with it) run again alone, each in a pool of its own (:func:`run_again_alone`)."""
     pool = cf.ProcessPoolExecutor(max_workers=workers)
     try:
         got = run_map(pool, paths, stage=stage, fn=fn, args=args)
@@ -89,12 +103,16 @@ def run_local(paths: list[str], workers: int, *, stage: Stage | None = None, fn:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-    for n, d in enumerate(got):
-        if d.reason == "worker died":
-            log.info("%s: its pool broke (a process died): running it again alone", d.file)
-            with cf.ProcessPoolExecutor(max_workers=1) as alone:
-                got[n] = run_map(alone, [d.file], fn=fn, args=args)[0]
-    return got
+    return run_again_alone(got, lambda: cf.ProcessPoolExecutor(max_workers=1), fn=fn, args=args)
+
+
+def run_on(executor: cf.Executor, paths: list[str], *, stage: Stage | None = None,
+           fn: Callable[..., Digest] = digest, args: tuple = ()) -> list[Digest]:
+    """:func:`run_map` on a caller's executor (a cluster's: Dask retries a task whose worker died on
+    other workers, then gives up with KilledWorker); ranks lost with a dying worker run again alone
+    on it (:func:`run_again_alone`)."""
+    got = run_map(executor, paths, stage=stage, fn=fn, args=args)
+    return run_again_alone(got, lambda: contextlib.nullcontext(executor), fn=fn, args=args)
 
 
 def map_digests(paths: list[str], *, executor: cf.Executor | None = None, workers: int | None = None,
@@ -103,7 +121,7 @@ def map_digests(paths: list[str], *, executor: cf.Executor | None = None, worker
     of ``workers`` processes, default one per path up to the cores; 1: in this process)."""
     args = (device, top, light)
     if executor is not None:
-        return run_map(executor, paths, stage=stage, args=args)
+        return run_on(executor, paths, stage=stage, args=args)
     if workers is None:
         workers = min(len(paths), os.cpu_count() or 1)
     if workers > 1 and len(paths) > 1:
