@@ -157,3 +157,13 @@ def test_package_and_local_view_need_neither_dask_nor_fsspec(four):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                           env=dict(os.environ, PYTHONPATH=REPO))
     assert proc.returncode == 0, proc.stderr[-2000:]
+
+
+def test_a_url_without_fsspec_says_how_to_install(monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "fsspec", None)
+    d = digest("s3://bucket/run/rank0.json.gz")
+    assert d.summary is None and d.error.startswith("s3://bucket/run/rank0.json.gz: ")
+    assert "pip install 'inductor-perf[dask]'" in d.error
+    assert cli.main(["summary", "s3://bucket/run"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s3://bucket/run" in err and "inductor-perf[dask]" in err, err
