@@ -2,7 +2,7 @@
 scales on a Dask cluster, what a worker and the reduce hold.
 
     python bench/bench_ranks.py --events 20000 --ranks 4 16 --json out.json       # make bench's ranks group
-    python bench/bench_ranks.py --events 1000000 --ranks 8 --workers 8 --no-dask  # 8 ranks of 1M events, 16 cores
+    python bench/bench_ranks.py --events 1000000 --ranks 8 --serial-ranks 1 --no-dask --workers 8  # 16 cores
 
 Ranks: synthetic GPU traces (bench/ranks_bench.py's ``make_trace``: ``--events`` kernels in 10 steps, an
 all-reduce every 50, the last rank late), written once per run in a temporary folder.
@@ -73,16 +73,21 @@ def cpu_s() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
-def write_ranks(folder: str, n: int, events: int) -> list[str]:
+def write_rank(path: str, r: int, n: int, events: int) -> str:
     from ranks_bench import make_trace
 
-    files = []
-    for r in range(n):
-        p = os.path.join(folder, f"rank{r}.json.gz")
-        with gzip.open(p, "wt", compresslevel=1) as f:
-            json.dump(make_trace(r, n, events), f)
-        files.append(p)
-    return files
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        json.dump(make_trace(r, n, events), f)
+    return path
+
+
+def write_ranks(folder: str, n: int, events: int) -> list[str]:
+    """The ``n`` synthetic rank files, written by up to one process per core."""
+    import concurrent.futures as cf
+
+    with cf.ProcessPoolExecutor(max_workers=min(n, os.cpu_count() or 1)) as pool:
+        return list(pool.map(write_rank, [os.path.join(folder, f"rank{r}.json.gz") for r in range(n)], range(n),
+                             [n] * n, [events] * n))
 
 
 def free_port() -> int:
@@ -143,6 +148,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=20_000, help="kernel events per rank (default 20000)")
     ap.add_argument("--ranks", type=int, nargs="+", default=[4, 16], help="numbers of ranks (default 4 16)")
+    ap.add_argument("--serial-ranks", type=int, nargs="+", help="numbers of ranks of the one-process CPU figure "
+                    "(default: --ranks)")
     ap.add_argument("--digests", type=int, default=1000, help="digests the reduce is timed on (default 1000)")
     ap.add_argument("--no-dask", action="store_true", help="the local process pool instead of a Dask cluster")
     ap.add_argument("--workers", type=int, default=2, help="with --no-dask: the pool's processes (default 2)")
@@ -156,11 +163,12 @@ def main() -> None:
         biggest = max(a.ranks)
         files = write_ranks(d, biggest, a.events)
         out["trace_mb"] = os.path.getsize(files[0]) / 1e6
-        for n in sorted(a.ranks):
+        for n in sorted(a.serial_ranks or a.ranks):
             c0, t0 = cpu_s(), time.perf_counter()
             cross_rank_files(files[:n], workers=1)
             wall, cpu = time.perf_counter() - t0, cpu_s() - c0
             out["cpu_per_rank_s"][str(n)] = cpu / n
+            out.setdefault("serial_wall_s", {})[str(n)] = wall
             print(f"{n} ranks in one process: {wall:.2f} s wall, {cpu:.2f} CPU-s, {cpu / n:.3f} CPU-s per rank", flush=True)
         if a.no_dask:
             c0, t0 = cpu_s(), time.perf_counter()

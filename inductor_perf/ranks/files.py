@@ -54,8 +54,8 @@ def folder_files(path: str, files: list[str], *, device: Any = None, workers: in
     """``summary DIR`` of the trace files ``files`` of folder ``path``: the cross-rank view when they
     are the ranks of one job (:func:`cross_rank_files`' view), else one row per run of its own and
     a view per set of ranks (:func:`ranks.view.split_runs`). A run's row reads its full summary (a
-    streamed trace is summarized again without ``light``, here). InductorPerfError naming ``path``
-    when none is a readable trace."""
+    streamed trace is summarized again without ``light``: by ``executor`` when given, else in this
+    process). InductorPerfError naming ``path`` when none is a readable trace."""
     digests = map_digests(files, executor=executor, workers=workers, stage=stage, device=device)
     inputs, bad = split_digests(digests)
     if not inputs:
@@ -63,10 +63,15 @@ def folder_files(path: str, files: list[str], *, device: Any = None, workers: in
     from ..summary.light import LIGHT_NOTE
 
     sets, singles = split_runs(inputs)
-    for i, _ in singles:
-        if LIGHT_NOTE in i.summary.notes:  # a streamed trace: the runs table reads its rates and peaks
+    light = [i for i, _ in singles if LIGHT_NOTE in i.summary.notes]  # streamed: the runs table reads its rates
+    if light and executor is not None:  # where the map ran: the workers see the files
+        fulls = map_digests([i.file for i in light], executor=executor, stage=stage, device=device, light=False)
+    else:
+        fulls = []
+        for i in light:
             if stage:
                 stage(f"summarizing {os.path.basename(i.file)} whole")
-            full = digest(i.file, device, light=False).summary
-            i.summary = full if full is not None else i.summary
+            fulls.append(digest(i.file, device, light=False))
+    for i, full in zip(light, fulls):
+        i.summary = full.summary if full.summary is not None else i.summary
     return folder_view(path, sets, singles, bad)

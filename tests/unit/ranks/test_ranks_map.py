@@ -167,3 +167,21 @@ def test_a_url_without_fsspec_says_how_to_install(monkeypatch, capsys):
     assert cli.main(["summary", "s3://bucket/run"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "s3://bucket/run" in err and "inductor-perf[dask]" in err, err
+
+
+def test_a_folder_with_a_run_of_its_own_on_an_executor(four, tmp_path, monkeypatch):
+    """Every file streamed (light digests): the V100 trace (rank 1 of 2, no other rank of its job here) is
+    a run of its own, whose row reads its full summary, made again by the executor; the result is the
+    sequential path's, and the row has the device the full summary names (a light one has none)."""
+    from inductor_perf.ranks.files import folder_files
+    from inductor_perf.traces import engines
+
+    monkeypatch.setattr(engines, "LARGE_TRACE_BYTES", 0)
+    files = [*four[:2], os.path.realpath(os.path.join(REPO, "..", "shared", "traces", "v100_ranks2_r1_test.json.gz"))]
+    want = folder_files(str(tmp_path), files, workers=1).to_dict()
+    with Recording(2) as pool:
+        got = folder_files(str(tmp_path), files, executor=pool).to_dict()
+    assert got == want
+    assert len(pool.futures) == 4  # three digests, then the run's full summary
+    assert [r["file"] for r in got["runs"]] == ["v100_ranks2_r1_test.json.gz"]
+    assert "V100" in got["runs"][0]["device"]  # its deviceProperties: Tesla V100-SXM2-16GB
