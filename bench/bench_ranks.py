@@ -12,7 +12,8 @@ all-reduce every 50, the last rank late), written once per run in a temporary fo
 2. **Dask**, for the largest N: a real ``dask scheduler`` and 1, then 2, ``dask worker`` processes
    (``--nthreads 1``) on loopback; the wall time of ``ranks_view(files, executor=client.get_executor())``
    with each, the parallel efficiency T1 / (2 x T2), and each worker's peak RSS (``VmHWM``) after
-   the largest and the smallest N (a worker holds one rank at a time: the same peak).
+   the smallest N, the largest N, and (2 workers) the largest N once more: a worker holds one rank at
+   a time, so its peak stops growing (it grows over the first ranks as the allocator's arenas fill).
    ``--no-dask``: the local process pool of ``--workers`` processes instead (no Dask needed).
 3. **The reduce** of ``--digests`` digests (default 1,000) in a fresh process: the digests of the two
    synthetic ranks, copied with rewritten rank numbers, unpickled there as they arrive from workers;
@@ -187,9 +188,14 @@ def main() -> None:
                     wall = time.perf_counter() - t0
                     out["dask"][str(w)] = {"wall_s": wall, "worker_peak_bytes": worker_peaks(client),
                                            "worker_peak_bytes_after_small": peak_small}
+                    if w == 2:  # the same ranks again: a bounded worker's peak moves no further
+                        ranks_view(files, executor=client.get_executor())
+                        out["dask"]["2"]["worker_peak_bytes_after_twice"] = worker_peaks(client)
                     print(f"{biggest} ranks on {w} Dask worker(s): {wall:.2f} s wall; worker peak RSS "
                           f"{[round(p / 1e6) for p in out['dask'][str(w)]['worker_peak_bytes']]} MB after {biggest} ranks "
                           f"(after {small} ranks first: {[round(p / 1e6) for p in peak_small]} MB)", flush=True)
+            print(f"after the {biggest} ranks again on 2 workers: worker peak RSS "
+                  f"{[round(p / 1e6) for p in out['dask']['2']['worker_peak_bytes_after_twice']]} MB", flush=True)
             out["dask"]["efficiency"] = out["dask"]["1"]["wall_s"] / (2 * out["dask"]["2"]["wall_s"])
             print(f"parallel efficiency, 2 workers: {out['dask']['efficiency']:.2f}", flush=True)
         import pickle
