@@ -78,6 +78,17 @@ def run_map(executor: cf.Executor, paths: list[str], *, stage: Stage | None = No
     return [out[p] for p in paths]
 
 
+class Again:
+    """``fn`` under another name for the executor: a cluster that names a task by its function and
+    arguments (Dask's ``pure`` keys) would otherwise hand back the lost task's failed future."""
+
+    def __init__(self, fn: Callable[..., Digest]) -> None:
+        self.fn = fn
+
+    def __call__(self, path: str, *args: Any) -> Digest:
+        return self.fn(path, *args)
+
+
 def run_again_alone(got: list[Digest], executor: Callable[[], Any], *, fn: Callable[..., Digest] = digest,
                     args: tuple = ()) -> list[Digest]:
     """``got`` with each rank lost to a dying worker run again, one at a time, on ``executor()``'s
@@ -88,7 +99,7 @@ def run_again_alone(got: list[Digest], executor: Callable[[], Any], *, fn: Calla
         if d.reason == "worker died":
             log.info("%s: its worker died (%s): running it again alone", d.file, d.error)
             with executor() as alone:
-                got[n] = run_map(alone, [d.file], fn=fn, args=args)[0]
+                got[n] = run_map(alone, [d.file], fn=Again(fn), args=args)[0]
     return got
 
 

@@ -183,5 +183,5 @@ def test_a_rank_that_kills_its_worker_is_named_and_skipped(cluster, sixteen):
     again alone: the rank that kills its worker is named, the others kept."""
     _, files = sixteen
     got = run_on(cluster.get_executor(), files[:4], fn=kill_worker_on_rank_1, args=(None, 20, True))
-    assert [d.summary is None for d in got] == [False, True, False, False]
+    assert [d.summary is None for d in got] == [False, True, False, False], [(d.reason, d.error) for d in got]
     assert got[1].reason == "worker died" and got[1].error.startswith("KilledWorker"), got[1]
