@@ -6,6 +6,7 @@ spread and target).
     python bench/run_all.py --quick    # < 2 min: 20k-event traces, fewer rounds, no cold compile,
                                        # HTA only when its venv is already cached
     python bench/run_all.py --only offline --no-write   # one group, print only
+    python bench/run_all.py --quick --only ranks --no-write   # the cross-rank view on Dask (bench_ranks.py)
 
 Every measurement runs in subprocesses. Offline figures (augment, summary, diff) alternate ours and
 the baseline within each round (the order flips every round), so that load from other jobs on this
@@ -36,17 +37,17 @@ from bench_stats import Figure, caches_seen, figures_table, paired_ratios, repla
 
 PY = sys.executable
 DOC = os.path.join(ROOT, "docs", "benchmarks.md")
-GROUPS = ("accuracy", "step", "capture", "compile", "offline", "big")
+GROUPS = ("accuracy", "step", "capture", "compile", "offline", "big", "ranks")
 MODES = {
     "quick": dict(events=20_000, trace_dir="/tmp/ip/bench-quick", offline_rounds=3, step_models=["mlp"],
                   step_rounds=5, block_s=0.01, capture_rounds=3, capture_steps=10, compile_rounds=0, warm_rounds=0,
-                  accuracy_models=["mlp"], install_hta=False, big_events=0),
+                  accuracy_models=["mlp"], install_hta=False, big_events=0, rank_events=20_000),
     # 5 offline rounds: augment's ratio to upstream read 9.3x in a 3-round run and 10.4x in a 5-round
     # run minutes later (docs/benchmarks.md, 2026-11-27); one busy round weighs less in a median of 5
     "full": dict(events=1_000_000, trace_dir="/tmp/ip/big", offline_rounds=5,
                  step_models=["mlp", "conv", "block"], step_rounds=30, block_s=0.05, capture_rounds=15,
                  capture_steps=20, compile_rounds=3, warm_rounds=15, accuracy_models=["mlp", "conv", "block"],
-                 install_hta=True, big_events=3_000_000),
+                 install_hta=True, big_events=3_000_000, rank_events=200_000),
 }
 
 
@@ -195,6 +196,34 @@ def big(cfg: dict) -> list[Figure]:
             Figure(sec, "summary: wall", "s", spread(col(m, "wall_s")))]
 
 
+def ranks(cfg: dict, log: list[str]) -> list[Figure]:
+    """The cross-rank view's map and reduce (bench/bench_ranks.py): 4 and 16 synthetic ranks, a Dask
+    cluster of 1 then 2 one-thread workers on loopback, the reduce of 1,000 digests. One run."""
+    j = json_bench("bench_ranks.py", ["--events", str(cfg["rank_events"]), "--ranks", "4", "16"], log)
+    sec = f"Cross-rank view: map on Dask, reduce ({j['events']:,} kernel events per rank, {j['trace_mb']:.1f} MB gz)"
+    per, dk, red = j["cpu_per_rank_s"], j["dask"], j["reduce"]
+    return [
+        Figure(sec, "map: CPU-s per rank, 16 ranks", "s", spread([per["16"]]), spread([per["4"]]), "4 ranks",
+               spread([per["16"] / per["4"]]), "16/4", ("<=", 1.1), target_source="issue", commands=[log[-1]],
+               note="one process (workers=1); a linear map costs the same per rank for any N"),
+        Figure(sec, "16 ranks: wall, 2 Dask workers", "s", spread([dk["2"]["wall_s"]]), spread([dk["1"]["wall_s"]]),
+               "1 worker", spread([dk["efficiency"]]), "efficiency T1/(2 T2)",
+               note=f"load {j['load_start']:.1f} at the start, {j['load_end']:.1f} at the end: other jobs share the cores"),
+        Figure(sec, "worker peak RSS after 16 ranks twice", "MB",
+               spread([max(dk["2"]["worker_peak_bytes_after_twice"]) / 1e6]),
+               spread([max(dk["2"]["worker_peak_bytes"]) / 1e6]), "after 16 ranks once",
+               spread([max(dk["2"]["worker_peak_bytes_after_twice"]) / max(dk["2"]["worker_peak_bytes"])]),
+               "twice/once", ("<=", 1.05), target_source="issue",
+               note=f"a worker holds one rank at a time; after 4 ranks: "
+                    f"{max(dk['2']['worker_peak_bytes_after_small']) / 1e6:.0f} MB (the allocator's arenas fill over the first ranks)"),
+        Figure(sec, f"reduce of {red['digests']:,} digests: wall", "s", spread([red["reduce_s"]])),
+        Figure(sec, f"reduce of {red['digests']:,} digests: peak RSS over the process before them, per rank", "kB",
+               spread([red["bytes_per_rank"] / 1e3]),
+               note=f"held digests {red['held_per_rank'] / 1e3:.0f} kB per rank; a digest pickles to "
+                    f"{j['digest_bytes'][0] / 1e3:.1f} kB"),
+    ]
+
+
 def step(cfg: dict, log: list[str]) -> list[Figure]:
     j = json_bench("bench_step.py", ["--models", *cfg["step_models"], "--rounds", str(cfg["step_rounds"]),
                                      "--block-s", str(cfg["block_s"])], log)
@@ -310,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 figs += {"accuracy": lambda: accuracy(cfg, log), "step": lambda: step(cfg, log),
                          "capture": lambda: capture(cfg, log), "compile": lambda: compile_(cfg, log),
-                         "big": lambda: big(cfg)}[g]()
+                         "big": lambda: big(cfg), "ranks": lambda: ranks(cfg, log)}[g]()
         except (subprocess.CalledProcessError, RuntimeError, OSError) as e:
             notes.append(f"{g}: FAILED to measure: {str(e).splitlines()[0][:300]}")
             print(notes[-1], file=sys.stderr)

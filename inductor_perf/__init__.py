@@ -33,6 +33,7 @@ _EXPORTS = {
     "compare": "comparison.runner",
     "Comparison": "comparison.rows",
     "diff_traces": "comparison.runner",
+    "ranks_view": "ranks.files",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .errors import (DeviceSpecError, InductorPerfError, OptionsError, TraceFormatError,
                          UnsupportedTorchError)
     from .model.tags import GraphTags, KernelTag, NodeInfo, graph_table, kernel_table
+    from .ranks.files import ranks_view
 
 
 def __getattr__(name: str) -> Any:

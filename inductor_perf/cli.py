@@ -124,6 +124,10 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
                         f"auto (default): stream files of {large} of JSON or more")
     p.add_argument("--per-rank", action="store_true",
                    help="a directory of several traces: each one's own summary instead of the cross-rank view")
+    p.add_argument("--dask", metavar="ADDRESS", default=None,
+                   help="a directory of several traces: summarize the ranks on the Dask cluster whose scheduler "
+                        "is at ADDRESS (tcp://host:8786, or a scheduler file; default: $INDUCTOR_PERF_DASK, else "
+                        "local processes); needs pip install 'inductor-perf[dask]'")
     p.set_defaults(func=_cmd_summary)
     p = sub.add_parser("advise", help="what to fix first: a trace's findings, largest saving per step first "
                                       "(a directory of ranks: each rank's)")
@@ -241,12 +245,18 @@ def _cmd_advise(args: argparse.Namespace) -> int:
 def _cmd_summary_ranks(args: argparse.Namespace) -> int:
     """``summary DIR`` of several traces: one cross-rank view when they are the ranks of one job,
     else a table of the runs and a view per set of ranks (:func:`inductor_perf.ranks.view.split_runs`)."""
+    from . import config as env
+    from .ranks.executors import dask_executor
     from .ranks.files import folder_files
     from .report.ranks import format_folder
     from .summary.files import trace_files
 
-    with _Ticker() as tick:
-        view = folder_files(args.trace, trace_files(args.trace), stage=tick.set)
+    files = trace_files(args.trace)
+    address = args.dask or env.get_str(env.DASK)
+    with contextlib.ExitStack() as stack:
+        executor = stack.enter_context(dask_executor(address)) if address else None
+        tick = stack.enter_context(_Ticker())
+        view = folder_files(args.trace, files, stage=tick.set, executor=executor)
     print(format_folder(view, args.format), end="")
     return 0
 

@@ -19,6 +19,9 @@ RECORD_STEPS = "INDUCTOR_PERF_STEPS"
 # Seconds rank 0 waits, after its own capture, for every rank's trace before it writes the
 # cross-rank summary with what it has (ranks.after_capture; default 60).
 RANKS_WAIT_S = "INDUCTOR_PERF_RANKS_WAIT_S"
+# Address of a Dask scheduler (tcp://host:8786, or a scheduler file) on which `inductor-perf summary DIR`
+# summarizes the ranks, as --dask ADDRESS does (ranks.executors; unset: local processes).
+DASK = "INDUCTOR_PERF_DASK"
 # JSON or TOML file of device rows that override or extend the built-in device table.
 DEVICE_FILE = "INDUCTOR_PERF_DEVICE_FILE"
 # Directory for per-machine calibration results (default: ~/.cache/inductor_perf).
@@ -28,7 +31,7 @@ DISABLE_TAGGING = "INDUCTOR_PERF_DISABLE_TAGGING"
 # Testing aid: the tagging hook raises, to exercise the fallback path.
 INJECT_TAGGING_FAILURE = "INDUCTOR_PERF_INJECT_TAGGING_FAILURE"
 
-ALL_VARIABLES = (TRACE_DIR, SKIP_STEPS, RECORD_STEPS, RANKS_WAIT_S, DEVICE_FILE, CACHE_DIR, DISABLE_TAGGING,
+ALL_VARIABLES = (TRACE_DIR, SKIP_STEPS, RECORD_STEPS, RANKS_WAIT_S, DASK, DEVICE_FILE, CACHE_DIR, DISABLE_TAGGING,
                  INJECT_TAGGING_FAILURE)
 
 

@@ -39,7 +39,17 @@ class CostedTrace:
 
 def trace_files(path: str) -> list[str]:
     """The trace files ``path`` names: itself, or the ``*.json`` / ``*.json.gz`` files of a directory
-    (our ``.summary.json`` outputs left out). Raises InductorPerfError when there are none."""
+    (our ``.summary.json`` outputs left out); a URL (``s3://…``) is listed through fsspec
+    (:mod:`inductor_perf.traces.urls`). Raises InductorPerfError when there are none."""
+    from ..traces.urls import is_url, list_traces
+
+    if is_url(path):
+        listed = list_traces(path, (".json", ".json.gz"), _OUTPUTS)
+        if listed is None:
+            return [path]
+        if not listed:
+            raise InductorPerfError(f"{path}: no *.json or *.json.gz trace files in this folder")
+        return listed
     if os.path.isdir(path):
         files = sorted({f for pat in ("*.json", "*.json.gz") for f in glob.glob(os.path.join(path, pat))
                         if not f.endswith(_OUTPUTS)})
@@ -83,9 +93,19 @@ def summarize_file(f: str, *, device: Any = None, top: int = 20, engine: str = "
     the same numbers, bounded memory, no trace kept), falling back to the full load for traces it does
     not take; ``"auto"`` streams a large file. InductorPerfError when it is not a readable trace. ``which`` names it in the progress lines ``stage`` is told. ``light``: when the
     file is streamed, only the fields the cross-rank view reads (:mod:`inductor_perf.summary.light`);
-    a file loaded whole gets the full summary (the same values in those fields)."""
+    a file loaded whole gets the full summary (the same values in those fields). A URL ``f``
+    (``s3://…``) is copied to a local file first, and the copy removed after."""
     from ..traces.engines import streams
     from ..traces.files import load_trace
+    from ..traces.urls import is_url, local_copy
+
+    if is_url(f):
+        with local_copy(f) as local:
+            try:
+                return summarize_file(local, device=device, top=top, engine=engine, stage=stage,
+                                      which=which or os.path.basename(f), light=light)
+            except InductorPerfError as e:  # name the user's URL, not our copy
+                raise InductorPerfError(str(e).replace(local, f)) from None
 
     which = which or os.path.basename(f)
     if streams(f, engine):

@@ -6,6 +6,8 @@ How each fenced block is treated, by its language tag:
 - ``python``: run in a fresh process, in an empty folder. A block that needs names a reader would have
   (``model``, ``loader``, a trace path) says so with ``<!-- example: NAME -->`` on the line before it;
   ``NAME`` picks a prelude below, which may add checks after the block (the example's claim, asserted).
+  A block for machines the tests do not have (``<!-- example: needs-slurm -->``: SLURM, dask-jobqueue)
+  is checked, not run: it compiles, and every name it imports from inductor_perf exists.
 - ``json`` / ``toml``: device rows (docs/devices.md); each must load as an override.
 - ``bash``: every command line is checked: ``inductor-perf``/``python -m inductor_perf`` lines parse
   with the real argument parser (placeholders such as ``TRACE`` stand for the user's files), a ``make``
@@ -30,6 +32,7 @@ import pytest
 pytestmark = pytest.mark.slow
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SHARED_TRACES = os.path.join(REPO, "..", "shared", "traces")
 DOCS = ["README.md", *sorted(os.path.relpath(p, REPO) for p in glob.glob(os.path.join(REPO, "docs", "*.md")))]
 FENCE = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>[^\n`]*)\n(?P<body>.*?)^(?P=indent)```[ ]*$", re.S | re.M)
 EXAMPLE = re.compile(r"<!--\s*example:\s*(?P<name>[\w-]+)\s*-->\s*$")
@@ -105,7 +108,14 @@ assert len(r.summary.steps) == len(loader), (len(r.summary.steps), len(loader))
                         "x = torch.randn(4, 16)\n", "", []),
     # docs/report.md, docs/roofline.md: scripts given a trace path; an augmented CPU trace of ours.
     "argv-augmented-trace": ("", "", ["@augmented"]),
+    # docs/ranks.md: one trace per rank (the two real ranks of ../shared/traces/two_ranks); the view has
+    # both. Guarded: a Dask LocalCluster starts its workers by re-importing this script.
+    "rank-traces": ("import glob\npaths = sorted(glob.glob(" + repr(os.path.join(SHARED_TRACES, "two_ranks", "*.json.gz"))
+                    + "))\nassert len(paths) == 2, paths\n",
+                    "if __name__ == '__main__':\n    assert view.ranks_present == [0, 1], view.ranks_present\n", []),
 }
+CHECKED_ONLY = {"needs-slurm": "SLURM and dask-jobqueue are not on the machines the tests run on"}
+"""Blocks compiled and their ``inductor_perf`` imports resolved, not run (module docstring)."""
 
 
 def _python_blocks() -> list[Block]:
@@ -125,6 +135,8 @@ def augmented_trace(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 @pytest.mark.parametrize("block", _python_blocks(), ids=lambda b: b.id)
 def test_python_example_runs(block: Block, tmp_path: object, augmented_trace: str) -> None:
+    if block.example in CHECKED_ONLY:
+        return _check_unrun_block(block)
     if block.example is not None:
         assert block.example in PRELUDES, f"{block.id}: <!-- example: {block.example} --> names no prelude"
     prelude, epilogue, argv = PRELUDES.get(block.example or "", ("", "", []))
@@ -137,6 +149,21 @@ def test_python_example_runs(block: Block, tmp_path: object, augmented_trace: st
     proc = subprocess.run([sys.executable, "-W", "error::UserWarning", script], cwd=str(tmp_path), env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{block.id}:\n{block.body}\n--- stderr:\n{proc.stderr[-4000:]}"
+
+
+def _check_unrun_block(block: Block) -> None:
+    """A block for machines the tests lack (:data:`CHECKED_ONLY`): it compiles, and what it imports from
+    inductor_perf exists."""
+    import ast
+    import importlib
+
+    tree = ast.parse(block.body, filename=block.id)
+    compile(tree, block.id, "exec")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "inductor_perf":
+            module = importlib.import_module(node.module)  # type: ignore[arg-type]
+            for alias in node.names:
+                assert hasattr(module, alias.name), f"{block.id}: {node.module} has no {alias.name}"
 
 
 # --- device rows ----------------------------------------------------------------------------------
@@ -236,6 +263,11 @@ def _check_command(words: list[str], where: str) -> None:
             proc = subprocess.run([sys.executable, path, "--help"], cwd=REPO, capture_output=True, text=True,
                                   timeout=120)
             assert proc.returncode == 0, f"{where}: {script} --help: {proc.stderr[-1000:]}"
+        return
+    if prog == "dask":  # the Dask CLI (the dask extra): its subcommand exists here
+        proc = subprocess.run([sys.executable, "-m", "dask", words[1], "--help"], capture_output=True, text=True,
+                              timeout=120)
+        assert proc.returncode == 0, f"{where}: dask {words[1]} --help: {proc.stderr[-1000:]}"
         return
     if prog.startswith(("tools/", ".ci/")):
         assert os.path.isfile(os.path.join(REPO, prog)), f"{where}: {prog} is not in the repository"
