@@ -1,6 +1,7 @@
 """Our model FLOPs per step against the usual estimates, on a small GPT trained on CPU.
 
     python tools/mfu_6nt.py [--layers 2] [--d-model 128] [--heads 4] [--seq 64] [--batch 8] [--vocab 512]
+                            [--device cpu|cuda] [--bf16] [--steps 3]
 
 Trains the GPT (pre-norm blocks: causal self-attention by ``scaled_dot_product_attention``, a 4x MLP;
 an untied LM head) compiled with ``backend="inductor_perf"`` under ``inductor_perf.profile()`` for
@@ -8,7 +9,10 @@ three steps, and prints the summary's model FLOPs per step (``model_flop_per_ste
 ``6·N·T`` (N: the parameters of the matmuls, the LM head included, embeddings not; T: the tokens of
 a step) and ``6·N·T + 12·L·H·Q·T·S`` (PaLM's appendix B: the attention's QK^T and PV, forward and
 backward, over the full S x S score matrix; Q the head dim, S the sequence length), and
-FlopCounterMode's count of the eager step. docs/summary.md ("MFU and HFU") has the figures.
+FlopCounterMode's count of the eager step; with the steps' MFU and, over the median step, the
+TFLOP/s that 6·N·T and 6·N·T + attention imply. docs/summary.md ("MFU and HFU") has the CPU figures,
+docs/gpu.md the H200's (``--device cuda --bf16 --layers 4 --d-model 1024 --heads 16 --seq 1024
+--batch 8 --vocab 32768 --steps 5``).
 """
 
 from __future__ import annotations
@@ -23,7 +27,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for name, default in (("layers", 2), ("d-model", 128), ("heads", 4), ("seq", 64), ("batch", 8), ("vocab", 512)):
         ap.add_argument(f"--{name}", type=int, default=default)
+    ap.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    ap.add_argument("--bf16", action="store_true", help="train under bf16 autocast")
+    ap.add_argument("--steps", type=int, default=3, help="profiled steps (default 3)")
     a = ap.parse_args(argv)
+    import contextlib
 
     import torch
     import torch.nn as nn
@@ -56,17 +64,20 @@ def main(argv: list[str] | None = None) -> int:
             self.ln, self.head = nn.LayerNorm(D), nn.Linear(D, V, bias=False)
 
         def forward(self, idx: torch.Tensor) -> torch.Tensor:
-            x = self.tok(idx) + self.pos(torch.arange(S))
+            x = self.tok(idx) + self.pos(torch.arange(S, device=idx.device))
             for b in self.blocks:
                 x = b(x)
             return self.head(self.ln(x))
 
-    m = GPT()
+    dev = a.device
+    m = GPT().to(dev)
     opt = torch.optim.SGD(m.parameters(), lr=0.01)
-    idx, tgt = torch.randint(0, V, (B, S)), torch.randint(0, V, (B, S))
+    idx, tgt = torch.randint(0, V, (B, S), device=dev), torch.randint(0, V, (B, S), device=dev)
 
     def step(f: nn.Module) -> None:
-        F.cross_entropy(f(idx).view(-1, V), tgt.view(-1)).backward()
+        with torch.autocast(dev, dtype=torch.bfloat16) if a.bf16 else contextlib.nullcontext():
+            loss = F.cross_entropy(f(idx).view(-1, V).float(), tgt.view(-1))
+        loss.backward()
         opt.step()
         opt.zero_grad()
 
@@ -77,9 +88,11 @@ def main(argv: list[str] | None = None) -> int:
     step(f)
     with tempfile.TemporaryDirectory() as out:
         with inductor_perf.profile(out, name="gpt") as p:
-            for _ in range(3):
+            for _ in range(a.steps):
                 step(f)
                 p.step()
+        if dev == "cuda":
+            torch.cuda.synchronize()
         s = p.result.summary
     n = sum(mod.weight.numel() for mod in m.modules() if isinstance(mod, nn.Linear))
     tokens = B * S
@@ -89,7 +102,17 @@ def main(argv: list[str] | None = None) -> int:
     row = {"N": n, "T": tokens, "ours": ours, "6NT": six_nt, "6NT+12LHQST": six_nt + attn,
            "flop_counter": fc.get_total_flops(), "ours/6NT": ours / six_nt if ours else None,
            "ours/(6NT+attn)": ours / (six_nt + attn) if ours else None, "mfu_pct": s.mfu_pct,
-           "mfu_note": s.mfu_note}
+           "mfu_note": s.mfu_note, "hfu_pct": s.hfu_pct,
+           "steps": [{k: v for k, v in (st if isinstance(st, dict) else vars(st)).items()
+                      if k in ("name", "dur_us", "model_flop", "hardware_flop", "mfu_pct", "hfu_pct")} for st in s.steps],
+           "peak": vars(s.peak) if hasattr(s.peak, "__dict__") else str(s.peak), "device": dev, "bf16": a.bf16,
+           "torch": torch.__version__}
+    durs = sorted(v for st in row["steps"] for k, v in st.items() if k in ("dur_us", "duration_us") and v)
+    if durs:
+        med = durs[len(durs) // 2] if len(durs) % 2 else (durs[len(durs) // 2 - 1] + durs[len(durs) // 2]) / 2
+        row["median_step_us"] = med
+        row["six_nt_tflops_per_s"] = six_nt / med / 1e6
+        row["six_nt_attn_tflops_per_s"] = (six_nt + attn) / med / 1e6
     json.dump(row, sys.stdout, indent=1)
     print()
     return 0
