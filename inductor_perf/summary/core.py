@@ -38,7 +38,8 @@ from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_
                       TraceKernels, ParsedEvent, _num, _parse, headline_dtype, select_kernels)
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
-from .steps import median, slowest_step, step_rows
+from .graph_gaps import GraphGaps, graph_gaps
+from .steps import median, profiler_steps, slowest_step, step_rows
 
 __all__ = [
     "DEF_CPU_COMPILED", "DEF_CPU_EAGER", "DEF_GPU", "DEF_NONE", "GRAPH_CALL_PREFIX", "KERNEL_DEFINITIONS",
@@ -442,7 +443,8 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         kernels=tk, counts=Counts(len(raw_events), len(tk.events), dict(skipped)), window=window,
         launcher=launcher, graph_launches=graph_launches, distributed=distributed_info(trace), totals=totals,
         coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
-        device_note=device_note, costs_note=costs_note))
+        device_note=device_note, costs_note=costs_note,
+        graph_gaps=graph_gaps(profiler_steps(tk.host_events), tk.host_events)))
 
 
 @dataclass(frozen=True)
@@ -485,6 +487,8 @@ class SummaryParts:
     """The idle tables of the same, when computed already (by the streaming summary's helper process)."""
     unions: Mapping[int, float] | None = None
     """:func:`top_unions` of ``totals``, when computed already (likewise)."""
+    graph_gaps: GraphGaps | None = None
+    """The time between compiled pieces inside the steps (:mod:`inductor_perf.summary.graph_gaps`)."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -531,7 +535,7 @@ def assemble(parts: SummaryParts) -> Summary:
         distributed=parts.distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=parts.device_note,
         costs_note=parts.costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
-        steps=steps,
+        steps=steps, graph_gaps=parts.graph_gaps,
         slowest_step=slowest, window_basis=window.basis,
         flops_unknown=None if totals.any_flop else _flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
         above_peak_reason=above_peak_reason(flops_pct, bandwidth_pct, peak.dtype, roofs, rows),
