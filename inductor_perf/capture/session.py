@@ -122,14 +122,16 @@ def _release(base: str) -> None:
 
 
 def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None,
-                  trace: dict | None = None) -> CaptureResult:
+                  trace: dict | None = None, window_wall_s: tuple[float, float] | None = None) -> CaptureResult:
     """Join, augment, summarize and write one raw Kineto trace (``trace``: the file's events loaded
     and shaped already by the caller). Raises on I/O errors.
 
     The trace records the device row its figures are measured against (:data:`devices.props.RECORD_KEY`),
     and it is summarized by the one path ``inductor-perf summary`` takes
     (:func:`summary.files.summarize_trace`: eager ops costed from their recorded shapes, the device
-    read back from the trace), so the summary written here and that of the written file are one."""
+    read back from the trace), so the summary written here and that of the written file are one.
+    The block also records the process's graph breaks and frame compiles (:mod:`.compile_log`;
+    ``window_wall_s``: the window's start and end, seconds since the epoch)."""
     from ..augment.core import augment_trace
     from ..devices.props import RECORD_KEY, device_record
     from ..devices.resolve import run_device, run_device_type
@@ -137,6 +139,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     from ..report.text import format_summary
     from ..summary.files import summarize_trace
     from ..traces.files import load_trace, save_trace, write_atomic
+    from .compile_log import COMPILE_LOG
 
     trace = trace if trace is not None else load_trace(raw_path)
     costs, jstats = costs_from_tags(trace, REGISTRY.get)
@@ -144,6 +147,9 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     device, why = run_device(trace, (i for i, _ in jstats.per_marker_counts), REGISTRY)
     augmented, _ = augment_trace(trace, _tf32_costs(costs, on_gpu), device, device_events_only=on_gpu)
     augmented[RECORD_KEY] = device_record(device, None if device is not None else why)
+    compiled = COMPILE_LOG.record(window_wall_s)
+    if compiled is not None:
+        augmented[RECORD_KEY]["compile"] = compiled
     costed = summarize_trace(augmented, label=os.path.basename(base))
     augmented, summary = costed.trace, costed.summary
     if summary.costs_note:  # eager ops costed from their shapes: the written trace carries the costs
@@ -395,6 +401,7 @@ class _Window:
             self.collecting = False
             with _without_kineto_status():
                 prof.__exit__(None, None, None)
+            stopped_wall = time.time()
             base = _reserve_base(self.out_dir, self.name)
             fd, raw = tempfile.mkstemp(dir=self.out_dir, prefix=".raw-", suffix=".json")
             os.close(fd)
@@ -402,7 +409,7 @@ class _Window:
                 prof.export_chrome_trace(raw)
                 trace, lost = self._shaped(raw, align_to_calls, partial)
                 result = process_trace(raw, base, extra_warnings=self.notes + ([note] if note else []) + lost,
-                                       trace=trace)
+                                       trace=trace, window_wall_s=(self.started_wall, stopped_wall))
             finally:
                 if os.path.exists(raw):
                     os.unlink(raw)

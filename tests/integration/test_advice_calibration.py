@@ -1,0 +1,176 @@
+"""Calibration of the compile-side findings (graph_break, recompile) on models written as a user would.
+
+Each test runs a script in a fresh interpreter (a process of its own: Dynamo's records are
+per process): the problem model is captured with ``inductor_perf.profile()``, then the problem and
+its fix run in paired, alternating rounds, each step timed with ``time.perf_counter`` (not by us).
+The finding of the capture must be there, and its per-step estimate within 0.5-2x of the measured
+gain (median over rounds of the difference of the median step times). docs/advisor.md keeps the
+figures: ``pytest -s tests/integration/test_advice_calibration.py`` prints its rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import REPO
+
+# The child: call advice.compile.find on the capture's trace record and summary (summary.json's
+# "findings" will hold the same once the findings aggregator lands).
+FINDINGS = r'''
+def compile_findings(result):
+    import gzip, json
+    from inductor_perf.advice.compile import find
+    from inductor_perf.advice.finding import ranked
+    with gzip.open(result.trace_path) as f:
+        record = json.load(f)["inductor_perf"]
+    return [x.to_dict() for x in ranked(find(record, result.summary))]
+'''
+
+GRAPH_BREAK = FINDINGS + r'''
+import json, statistics, sys, time
+import torch
+import inductor_perf
+
+torch.set_num_threads(1)  # a steadier clock on a shared machine
+
+class Broken(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Linear(256, 256)
+        self.b = torch.nn.Linear(256, 256)
+
+    def forward(self, x):
+        y = self.a(x).relu()
+        if y.mean().item() > 0.5:  # GRAPH BREAK
+            y = y * 0.5
+        return self.b(y)
+
+class Fixed(Broken):
+    def forward(self, x):
+        y = self.a(x).relu()
+        y = torch.where(y.mean() > 0.5, y * 0.5, y)
+        return self.b(y)
+
+torch.manual_seed(0)
+x = torch.randn(64, 256)
+
+def trainer(cls):
+    model = cls()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+    compiled = torch.compile(model, backend="inductor_perf")
+    def step():
+        opt.zero_grad(set_to_none=True)
+        compiled(x).square().mean().backward()
+        opt.step()
+    return step
+
+problem, fix = trainer(Broken), trainer(Fixed)
+for _ in range(5):
+    problem(); fix()
+with inductor_perf.profile(sys.argv[1], name="graph_break") as p:
+    for _ in range(20):
+        problem(); p.step()
+
+def timed(step):
+    t0 = time.perf_counter(); step(); return time.perf_counter() - t0
+
+gains = []
+for _ in range(9):  # rounds of 40 pairs of steps, problem and fix alternating
+    pairs = [(timed(problem), timed(fix)) for _ in range(40)]
+    gains.append((statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)) * 1e6)
+print("JSON:" + json.dumps({"findings": compile_findings(p.result), "measured_us": statistics.median(gains),
+                            "gains_us": gains}))
+'''
+
+RECOMPILE = FINDINGS + r'''
+import json, statistics, sys, time
+import torch
+import inductor_perf
+
+torch.set_num_threads(1)  # a steadier clock on a shared machine
+
+torch._dynamo.config.recompile_limit = 64  # every new batch size compiles (not the eager fallback)
+
+class MLP(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(64, 128)
+        self.fc2 = torch.nn.Linear(128, 64)
+
+    def forward(self, x):
+        return self.fc2(torch.nn.functional.gelu(self.fc1(x)))
+
+torch.manual_seed(0)
+model = MLP()
+
+def predict(x):  # the problem: a new batch size at each step, compiled with dynamic=False
+    return model(x).softmax(-1)
+
+def predict_fixed(x):
+    return model(x).softmax(-1)
+
+problem = torch.compile(predict, backend="inductor_perf", dynamic=False)
+fix = torch.compile(predict_fixed, backend="inductor_perf", dynamic=True)
+sizes = iter(range(8, 1000))
+with torch.no_grad():
+    problem(torch.randn(next(sizes), 64)); fix(torch.randn(7, 64)); fix(torch.randn(6, 64))
+    with inductor_perf.profile(sys.argv[1], name="recompile") as p:
+        for _ in range(3):
+            problem(torch.randn(next(sizes), 64)); p.step()
+
+    def timed(step):
+        x = torch.randn(next(sizes), 64)
+        t0 = time.perf_counter(); step(x); return time.perf_counter() - t0
+
+    gains = []
+    for _ in range(3):  # rounds of 3 pairs of steps, problem and fix alternating
+        pairs = [(timed(problem), timed(fix)) for _ in range(3)]
+        gains.append((statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)) * 1e6)
+print("JSON:" + json.dumps({"findings": compile_findings(p.result), "measured_us": statistics.median(gains),
+                            "gains_us": gains}))
+'''
+
+
+def _run(script: str, tmp_path) -> tuple[dict, str]:
+    path = tmp_path / "model.py"
+    path.write_text(script)
+    env = dict(os.environ, PYTHONPATH=REPO + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.run([sys.executable, str(path), str(tmp_path / "out")],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=str(tmp_path))
+    for line in proc.stdout.splitlines():
+        if line.startswith("JSON:"):
+            return json.loads(line[5:]), str(path)
+    raise AssertionError(f"exit {proc.returncode}\n{proc.stdout[-3000:]}\n{proc.stderr[-5000:]}")
+
+
+def _row(kind: str, case: str, estimate: float, measured: float) -> None:
+    print(f"\n| {kind} | {case} | {estimate:.4g} | {measured:.4g} | {estimate / measured:.2f} |")
+
+
+def test_graph_break_item_in_forward(tmp_path) -> None:
+    out, path = _run(GRAPH_BREAK, tmp_path)
+    line = next(i for i, text in enumerate(GRAPH_BREAK.splitlines(), 1) if "# GRAPH BREAK" in text)
+    top = [f for f in out["findings"]][:3]
+    breaks = [f for f in top if f["kind"] == "graph_break"]
+    assert breaks, out["findings"]
+    assert breaks[0]["source"] == f"{path}:{line}"
+    estimate, measured = breaks[0]["saving_us_per_step"], out["measured_us"]
+    _row("graph_break", ".item() in forward, SGD train step (2x Linear 256, batch 64)", estimate, measured)
+    assert measured > 0, out
+    assert 0.5 <= estimate / measured <= 2.0, out
+
+
+def test_recompile_new_shape_each_step(tmp_path) -> None:
+    out, path = _run(RECOMPILE, tmp_path)
+    top = out["findings"][:3]
+    recompiles = [f for f in top if f["kind"] == "recompile"]
+    assert recompiles, out["findings"]
+    assert "size mismatch" in recompiles[0]["evidence"]
+    assert recompiles[0]["one_time_s"] > 0
+    estimate, measured = recompiles[0]["saving_us_per_step"], out["measured_us"]
+    _row("recompile", "batch size new at each step, dynamic=False vs dynamic=True (MLP 64-128-64)",
+         estimate, measured)
+    assert 0.5 <= estimate / measured <= 2.0, out
