@@ -2,10 +2,10 @@
 
 Dynamo keeps its own records (read through :mod:`inductor_perf.compat`): the last 64 frame compiles
 (``get_compilation_metrics()``) and every graph-break reason. Each compile with our backend calls
-:meth:`CompileLog.note`, which copies what is new into the process's :data:`COMPILE_LOG` (a copy of a
-few fields, about 20 µs: so compiles before the profiling window, and more than Dynamo's 64, are kept);
-a capture writes :meth:`CompileLog.record` into its trace's ``"inductor_perf"`` block under
-``"compile"`` (docs/advisor.md gives its fields). The log is process-wide like the tag registry
+:meth:`CompileLog.note`, which copies what is new into the process's :data:`COMPILE_LOG` (a few
+fields each: 7 µs a call with 8 compiles held, torch 2.13 CPU), so compiles before the profiling
+window, and more than Dynamo's 64, are kept; a capture writes :meth:`CompileLog.record` into its
+trace's ``"inductor_perf"`` block under ``"compile"`` (docs/advisor.md gives its fields). The log is process-wide like the tag registry
 (``model.tags.REGISTRY``) because compiles happen before any session exists.
 
 It reads Dynamo's records of every compile in the process, whatever its backend. Without the
@@ -47,9 +47,13 @@ class CompileLog:
         """(reason, file, line, frame) -> the graph break with ``count``, the times a graph ended in it."""
         self._breaks_seen = 0
         self.available = True
+        self.armed = False
+        """Whether a compile of ours noted the records: a process that never compiled with our backend
+        (an eager capture) records nothing, and never runs the backend's checks of torch for it."""
 
     def note(self) -> None:
         """Copy Dynamo's new records (called at each compile of ours, and by :meth:`record`); never raises."""
+        self.armed = True
         try:
             self._note()
         except Exception as e:  # a record lost is no reason to fail the user's compile
@@ -76,7 +80,10 @@ class CompileLog:
     def record(self, window_wall_s: tuple[float, float] | None = None) -> dict[str, Any] | None:
         """The ``"compile"`` value of a trace's ``"inductor_perf"`` block, or None when this torch
         keeps no records. ``window_wall_s``: the profiling window's (start, end), seconds since the
-        epoch; each compile then says whether it began inside it (``in_window``)."""
+        epoch; each compile then says whether it began inside it (``in_window``). None too when no
+        compile of ours ran in this process."""
+        if not self.armed:
+            return None
         self.note()
         with self._lock:
             if not self.available:

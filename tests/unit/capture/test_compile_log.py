@@ -67,6 +67,13 @@ def test_reset_list_is_read_again(dynamo) -> None:
 def test_without_the_internal_no_record(monkeypatch) -> None:
     monkeypatch.setattr(compat, "dynamo_frame_compiles", lambda: None)
     monkeypatch.setattr(compat, "dynamo_graph_breaks", lambda start=0: None)
+    log = CompileLog()
+    log.note()
+    assert log.record() is None
+
+
+def test_no_compile_of_ours_no_record(dynamo) -> None:
+    dynamo.frames.append(_frame("0/0", 1))  # another backend's compile; ours never noted
     assert CompileLog().record() is None
 
 
