@@ -174,3 +174,42 @@ def test_recompile_new_shape_each_step(tmp_path) -> None:
     _row("recompile", "batch size new at each step, dynamic=False vs dynamic=True (MLP 64-128-64)",
          estimate, measured)
     assert 0.5 <= estimate / measured <= 2.0, out
+
+
+WITHOUT_RECORDS = r'''
+import gzip, json, logging, sys
+import torch
+import torch._dynamo.utils
+import inductor_perf
+
+torch._dynamo.utils.get_compilation_metrics = None  # a torch without the internal
+caught = []
+handler = logging.Handler()
+handler.emit = lambda record: caught.append(record)
+logging.getLogger("inductor_perf").addHandler(handler)
+
+def f(x):
+    y = x.sin()
+    if y.sum().item() > 0:
+        y = y * 2
+    return y.cos()
+
+x = torch.randn(16)
+compiled = torch.compile(f, backend="inductor_perf")
+with inductor_perf.profile(sys.argv[1], name="no_records") as p:
+    for _ in range(2):
+        out = compiled(x); p.step()
+with gzip.open(p.result.trace_path) as fh:
+    block = json.load(fh)["inductor_perf"]
+print("JSON:" + json.dumps({"same": bool(torch.allclose(out, f(x))), "keys": sorted(block),
+                            "warnings": [r.getMessage() for r in caught if r.levelno >= logging.WARNING]}))
+'''
+
+
+def test_without_dynamo_records_the_model_runs_and_one_warning_says_so(tmp_path) -> None:
+    out, _ = _run(WITHOUT_RECORDS, tmp_path)
+    assert out["same"]
+    assert "compile" not in out["keys"] and "device" in out["keys"]
+    records = [w for w in out["warnings"] if "get_compilation_metrics" in w]
+    assert len(records) == 1, out["warnings"]
+    assert "no graph breaks or recompiles" in records[0]
