@@ -33,6 +33,18 @@ _ITEM_FIX = ("keep the value a tensor inside forward (e.g. torch.where instead o
              "or set torch._dynamo.config.capture_scalar_outputs = True")
 _RECOMPILE_FIX = ("mark the changing dimension dynamic: torch._dynamo.mark_dynamic(x, dim) on the input before "
                   "the call, or torch.compile(..., dynamic=True)")
+_VALUE_FIX = ("a Python number the frame reads changes between calls and the frame specializes on it: keep it "
+              "a tensor (e.g. torch.where instead of an `if` on it), or pass it in as a tensor")
+_OTHER_FIX = "make what the failed guard checks stay the same between calls, or mark it dynamic (dynamic=True)"
+
+
+def _recompile_fix(guards: list[str]) -> str:
+    """The fix for the guards that failed: a size that changes, a Python value that changes, or other."""
+    if any("size mismatch" in g or "stride mismatch" in g or ".size()" in g for g in guards):
+        return _RECOMPILE_FIX
+    if guards and all(re.search(r"==\s*-?[\d.]+(e-?\d+)?\b", g) for g in guards):
+        return _VALUE_FIX
+    return _OTHER_FIX
 
 
 def find(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
@@ -135,5 +147,5 @@ def _recompiles(frames: list[Mapping[str, Any]], limit: Any, steps: int, step_us
             saving_pct_of_step=_pct(per_step, step_us), one_time_s=round(secs, 6),
             evidence=(f"{len(again)} recompile(s) taking {secs:.3g} s in all; guard failed: "
                       f"{'; '.join(list(guards.values())[:3])}{' ...' if len(guards) > 3 else ''}. {in_steps}.{limit_note}"),
-            fix=_RECOMPILE_FIX))
+            fix=_recompile_fix(list(guards.values()))))
     return out

@@ -71,15 +71,15 @@ problem, fix = trainer(Broken), trainer(Fixed)
 for _ in range(5):
     problem(); fix()
 with inductor_perf.profile(sys.argv[1], name="graph_break") as p:
-    for _ in range(20):
+    for _ in range(50):
         problem(); p.step()
 
 def timed(step):
     t0 = time.perf_counter(); step(); return time.perf_counter() - t0
 
 gains = []
-for _ in range(9):  # rounds of 40 pairs of steps, problem and fix alternating
-    pairs = [(timed(problem), timed(fix)) for _ in range(40)]
+for _ in range(15):  # rounds of 100 pairs of steps, problem and fix alternating
+    pairs = [(timed(problem), timed(fix)) for _ in range(100)]
     gains.append((statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)) * 1e6)
 print("JSON:" + json.dumps({"findings": compile_findings(p.result), "measured_us": statistics.median(gains),
                             "gains_us": gains}))

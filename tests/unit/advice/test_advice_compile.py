@@ -100,3 +100,13 @@ def test_recompile_outside_the_window_is_one_time_only_and_limit_is_said() -> No
     assert f.saving_us_per_step is None and f.one_time_s == pytest.approx(0.75)
     assert f.measurable
     assert "recompile limit (4)" in f.evidence
+
+
+def test_recompile_on_a_python_value_gets_its_own_fix() -> None:
+    frames = [_frame("1/0", 0.5, frame="resume"),
+              _frame("1/1", 0.2, "1/0: ___stack0 == 0.22880780696868896  # if y.mean().item() > 0.5:", frame="resume")]
+    (f,) = find({"compile": {"frames": frames, "graph_breaks": []}}, _summary())
+    assert "Python number" in f.fix and "mark_dynamic" not in f.fix
+    other = [_frame("2/0", 0.5), _frame("2/1", 0.2, "2/0: ___check_obj_id(L['self'].mode, 140)")]
+    (g,) = find({"compile": {"frames": other, "graph_breaks": []}}, _summary())
+    assert "failed guard" in g.fix
