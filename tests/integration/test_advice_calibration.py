@@ -115,20 +115,24 @@ def predict_fixed(x):
 problem = torch.compile(predict, backend="inductor_perf", dynamic=False)
 fix = torch.compile(predict_fixed, backend="inductor_perf", dynamic=True)
 sizes = iter(range(8, 1000))
+
+def timed(step):
+    x = torch.randn(next(sizes), 64)
+    t0 = time.perf_counter(); step(x); return time.perf_counter() - t0
+
+def rounds(n):  # rounds of 2 pairs of steps, problem and fix alternating
+    for _ in range(n):
+        pairs = [(timed(problem), timed(fix)) for _ in range(2)]
+        gains.append((statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)) * 1e6)
+
+gains = []
 with torch.no_grad():
     problem(torch.randn(next(sizes), 64)); fix(torch.randn(7, 64)); fix(torch.randn(6, 64))
+    rounds(2)  # rounds before and after the capture: a machine whose load drifts weighs on both alike
     with inductor_perf.profile(sys.argv[1], name="recompile") as p:
         for _ in range(3):
             problem(torch.randn(next(sizes), 64)); p.step()
-
-    def timed(step):
-        x = torch.randn(next(sizes), 64)
-        t0 = time.perf_counter(); step(x); return time.perf_counter() - t0
-
-    gains = []
-    for _ in range(3):  # rounds of 3 pairs of steps, problem and fix alternating
-        pairs = [(timed(problem), timed(fix)) for _ in range(3)]
-        gains.append((statistics.median(a for a, _ in pairs) - statistics.median(b for _, b in pairs)) * 1e6)
+    rounds(3)
 print("JSON:" + json.dumps({"findings": compile_findings(p.result), "measured_us": statistics.median(gains),
                             "gains_us": gains}))
 '''
