@@ -24,6 +24,7 @@ import os
 import re
 from typing import Any, Mapping
 
+from ..summary.kernels import DEF_GPU
 from ..summary.steps import median
 from .finding import Finding
 
@@ -57,7 +58,8 @@ def find(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
         return []
     step_us = median(s.dur_us for s in getattr(summary, "steps", None) or ())
     steps = len(getattr(summary, "steps", None) or ())
-    return (_graph_breaks(compiled.get("graph_breaks") or [], getattr(summary, "graph_gaps", None), step_us)
+    on_device = getattr(summary, "kernel_definition", None) == DEF_GPU
+    return (_graph_breaks(compiled.get("graph_breaks") or [], getattr(summary, "graph_gaps", None), step_us, on_device)
             + _recompiles(compiled.get("frames") or [], compiled.get("recompile_limit"), steps, step_us))
 
 
@@ -82,7 +84,8 @@ def _break_fix(reason: str, source: str | None) -> str:
                                                  " (torch._dynamo.explain(model)(inputs) lists each break)")
 
 
-def _graph_breaks(breaks: list[Mapping[str, Any]], gaps: Any, step_us: float | None) -> list[Finding]:
+def _graph_breaks(breaks: list[Mapping[str, Any]], gaps: Any, step_us: float | None,
+                  on_device: bool = False) -> list[Finding]:
     if not breaks:
         return []
     per_break = overhead = None
@@ -103,7 +106,9 @@ def _graph_breaks(breaks: list[Mapping[str, Any]], gaps: Any, step_us: float | N
                     if overhead is not None else ", the profiler's own recording cost included (not read off this trace)")
             measured = (f"{gaps.gap_us_per_step:.1f} us per step between compiled pieces ({gaps.gaps_per_step:g} "
                         f"gaps, {gaps.calls_per_step:g} compiled-graph calls per step over {gaps.steps} steps){less}"
-                        f"{share}; estimate assumes that without the break the pieces run as one graph with no gap")
+                        f"{share}; estimate assumes that without the break the pieces run as one graph with no gap"
+                        + ("; on a GPU the host's gap costs the step only while the device idles in it, which "
+                           "is not taken off here (an upper bound where the device stays busy)" if on_device else ""))
         out.append(Finding(
             kind="graph_break", title=f"graph break at {where} in {b.get('frame') or '?'}: {_first_line(reason)}",
             source=source, module=None, saving_us_per_step=round(per_break, 3) if per_break is not None else None,

@@ -110,3 +110,11 @@ def test_recompile_on_a_python_value_gets_its_own_fix() -> None:
     other = [_frame("2/0", 0.5), _frame("2/1", 0.2, "2/0: ___check_obj_id(L['self'].mode, 140)")]
     (g,) = find({"compile": {"frames": other, "graph_breaks": []}}, _summary())
     assert "failed guard" in g.fix
+
+
+def test_on_a_gpu_trace_the_evidence_says_the_gap_is_an_upper_bound() -> None:
+    record = {"compile": {"frames": [], "graph_breaks": [_break(ITEM, 12)]}}
+    gpu = _summary()
+    gpu.kernel_definition = "gpu-kernels"
+    assert "upper bound" in find(record, gpu)[0].evidence
+    assert "upper bound" not in find(record, _summary())[0].evidence
