@@ -55,5 +55,7 @@ def inductor_perf_backend(gm: Any, example_inputs: Sequence[Any], *, options: Ma
 
     >>> model = torch.compile(torch.nn.Linear(4, 4), backend="inductor_perf")  # doctest: +SKIP
     """
+    compiled = compile_tagged(gm, example_inputs, options=options, mode=mode, hooks=HOOKS, **kwargs)
+    # after the compile: its torch check and the compile workers' start come first (tagging.compiler)
     _note_compiles()
-    return compile_tagged(gm, example_inputs, options=options, mode=mode, hooks=HOOKS, **kwargs)
+    return compiled
