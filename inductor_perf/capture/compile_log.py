@@ -77,10 +77,11 @@ class CompileLog:
                     held = self.breaks[key] = dict(b, count=0)
                 held["count"] += 1
 
-    def record(self, window_wall_s: tuple[float, float] | None = None) -> dict[str, Any] | None:
+    def record(self, window: tuple[float, float, bool] | None = None) -> dict[str, Any] | None:
         """The ``"compile"`` value of a trace's ``"inductor_perf"`` block, or None when this torch
-        keeps no records. ``window_wall_s``: the profiling window's (start, end), seconds since the
-        epoch; each compile then says whether it began inside it (``in_window``). None too when no
+        keeps no records. ``window``: (start, end, by_end), seconds since the epoch: each compile
+        then says whether it ran inside the recorded steps (``in_window``): whether its start (its
+        end, with ``by_end``) lies in (start, end]. None too when no
         compile of ours ran in this process."""
         if not self.armed:
             return None
@@ -94,12 +95,23 @@ class CompileLog:
         for f in frames:
             row = {k: f[k] for k in ("compile_id", "frame", "file", "line", "compile_s", "recompile_reason",
                                      "fail_type", "fail_reason", "start_us")}
-            row["in_window"] = (None if window_wall_s is None or f["start_us"] is None else
-                                window_wall_s[0] * 1e6 <= f["start_us"] <= window_wall_s[1] * 1e6)
+            row["in_window"] = _inside(f, window)
             out_frames.append(row)
         out_breaks = [dict(b, source=source_of(b["file"], b["line"])) for b in breaks]
         return {"frames": out_frames, "graph_breaks": out_breaks, "recompile_limit": compat.dynamo_recompile_limit(),
-                "window_wall_s": list(window_wall_s) if window_wall_s is not None else None}
+                "window_wall_s": list(window[:2]) if window is not None else None}
+
+
+def _inside(frame: dict[str, Any], window: tuple[float, float, bool] | None) -> bool | None:
+    """Whether the compile ran inside the recorded steps (see :meth:`CompileLog.record`); None unknown."""
+    if window is None or frame["start_us"] is None:
+        return None
+    at = frame["start_us"] / 1e6
+    if window[2]:
+        if frame["compile_s"] is None:
+            return None
+        at += frame["compile_s"]
+    return window[0] < at <= window[1]
 
 
 def source_of(path: str | None, line: int | None) -> str | None:

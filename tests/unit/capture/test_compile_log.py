@@ -46,12 +46,14 @@ def test_keeps_more_than_dynamo_holds_and_counts_breaks(dynamo) -> None:
         dynamo.frames.append(_frame(f"0/{i}", 1_000_000 * (i + 1), None if i == 0 else f"0/{i - 1}: size"))
         dynamo.breaks.append(dict(brk))
         log.note()
-    record = log.record((2.5, 4.5))  # the window from 2.5 s to 4.5 s after the epoch
+    record = log.record((2.2, 4.2, False))  # steps from 2.2 s to 4.2 s after the epoch; compiles start at 1..5 s
     assert [f["compile_id"] for f in record["frames"]] == ["0/0", "0/1", "0/2", "0/3", "0/4"]
     assert [f["in_window"] for f in record["frames"]] == [False, False, True, True, False]
+    # by their ends (start + 0.5 s: 1.5 .. 5.5 s) in (2.2, 4.2]: the compiles starting at 2 and 3 s
+    assert [f["in_window"] for f in log.record((2.2, 4.2, True))["frames"]] == [False, True, True, False, False]
     (b,) = record["graph_breaks"]
     assert b["count"] == 5 and b["source"] == "/u/model.py:7"
-    assert record["recompile_limit"] == 8 and record["window_wall_s"] == [2.5, 4.5]
+    assert record["recompile_limit"] == 8 and record["window_wall_s"] == [2.2, 4.2]
 
 
 def test_reset_list_is_read_again(dynamo) -> None:
