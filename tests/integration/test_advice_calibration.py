@@ -217,3 +217,41 @@ def test_without_dynamo_records_the_model_runs_and_one_warning_says_so(tmp_path)
     records = [w for w in out["warnings"] if "get_compilation_metrics" in w]
     assert len(records) == 1, out["warnings"]
     assert "no graph breaks or recompiles" in records[0]
+
+
+ENV_CAPTURE = r'''
+import torch
+torch._dynamo.config.recompile_limit = 64
+
+def f(x):
+    return (x * 2).sin()
+
+compiled = torch.compile(f, backend="inductor_perf", dynamic=False)
+for n in range(8, 14):  # a new shape, so a compile, at every call
+    compiled(torch.randn(n))
+print("JSON:{}")
+'''
+
+
+def test_env_var_capture_marks_the_compiles_inside_the_recorded_steps(tmp_path, monkeypatch) -> None:
+    """The warm-up step's compile and the compile of the call that ends the window are not in the
+    steps: in_window marks exactly the compiles that the trace's own ``entire_frame_compile`` ranges
+    (Dynamo's, recorded by the profiler) show inside the ``ProfilerStep#N`` ranges."""
+    import glob
+    import gzip
+
+    out = tmp_path / "out"
+    monkeypatch.setenv("INDUCTOR_PERF_TRACE_DIR", str(out))
+    monkeypatch.setenv("INDUCTOR_PERF_SKIP", "1")
+    monkeypatch.setenv("INDUCTOR_PERF_STEPS", "2")
+    _run(ENV_CAPTURE, tmp_path)
+    (path,) = glob.glob(str(out / "*.trace.json.gz"))
+    with gzip.open(path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    steps = [e for e in events if e.get("name", "").startswith("ProfilerStep#")]
+    inside = sum(1 for c in events if c.get("name") == "entire_frame_compile"
+                 for s in steps if s["ts"] <= c["ts"] < s["ts"] + s["dur"])
+    flags = [f["in_window"] for f in trace["inductor_perf"]["compile"]["frames"]]
+    assert len(steps) == 2 and inside == 2
+    assert flags.count(True) == inside and flags[0] is False and flags[-1] is False
