@@ -38,6 +38,14 @@ def _check_device(override: Any) -> None:
     parse_device_override(override)
 
 
+def _note_compiles() -> None:
+    """Keep Dynamo's records of the compiles so far (graph breaks, recompiles) for the traces: Dynamo
+    holds only its last 64 compiles (capture.compile_log; never raises)."""
+    from .capture.compile_log import COMPILE_LOG
+
+    COMPILE_LOG.note()
+
+
 HOOKS = StageHooks(arm_capture=_arm_capture, check_device=_check_device)
 
 
@@ -47,4 +55,7 @@ def inductor_perf_backend(gm: Any, example_inputs: Sequence[Any], *, options: Ma
 
     >>> model = torch.compile(torch.nn.Linear(4, 4), backend="inductor_perf")  # doctest: +SKIP
     """
-    return compile_tagged(gm, example_inputs, options=options, mode=mode, hooks=HOOKS, **kwargs)
+    compiled = compile_tagged(gm, example_inputs, options=options, mode=mode, hooks=HOOKS, **kwargs)
+    # after the compile: its torch check and the compile workers' start come first (tagging.compiler)
+    _note_compiles()
+    return compiled

@@ -219,6 +219,27 @@ def _check_fast_record_function() -> None:
     _require(hasattr(torch.autograd.profiler, "_is_profiler_enabled"), "_is_profiler_enabled")
 
 
+DYNAMO_RECORDS = "torch._dynamo.utils.get_compilation_metrics/graph_break_reasons"
+"""The name of the :data:`INTERNALS` entry Dynamo's own records of its compiles are read through."""
+_METRIC_FIELDS = ("compile_id", "co_name", "co_filename", "co_firstlineno", "entire_frame_compile_time_s",
+                  "recompile_reason", "restart_reasons", "start_time_us", "fail_type", "fail_reason", "is_forward",
+                  "is_runtime")
+
+
+def _check_dynamo_records() -> None:
+    import dataclasses
+
+    from torch._dynamo import utils
+    from torch._dynamo.output_graph import GraphCompileReason
+
+    fields = {f.name for f in dataclasses.fields(utils.CompilationMetrics)}
+    _require(set(_METRIC_FIELDS) <= fields, f"CompilationMetrics lacks {sorted(set(_METRIC_FIELDS) - fields)}")
+    _require(callable(utils.get_compilation_metrics), "utils.get_compilation_metrics")
+    _require(isinstance(utils.graph_break_reasons, list), "utils.graph_break_reasons is a list")
+    reason_fields = {f.name for f in dataclasses.fields(GraphCompileReason)}
+    _require({"reason", "user_stack"} <= reason_fields, f"GraphCompileReason fields: {sorted(reason_fields)}")
+
+
 def _check_cache_dir() -> None:
     from torch._inductor.runtime.cache_dir_utils import cache_dir
 
@@ -283,6 +304,10 @@ INTERNALS: tuple[Internal, ...] = (
              "tagging.collector: a backward kernel's recomputed forward matmuls (KernelTag.recompute_flops)",
              _check_partitioner_tags,
              fallback="recompute is not told apart: model FLOPs (MFU) include recomputed forward matmuls"),
+    Internal(DYNAMO_RECORDS,
+             "capture.compile_log: the graph breaks and recompiles a trace records (Dynamo's compilation "
+             "metrics and graph-break reasons)", _check_dynamo_records,
+             fallback="traces record no graph breaks or recompiles (no graph_break or recompile findings)"),
 )
 
 
@@ -355,4 +380,69 @@ def current_frame_compile() -> tuple[int, str] | None:
             return None
         return int(frame_id), str(cid)
     except Exception:  # an optional internal: without it, capture anchors on one graph
+        return None
+
+
+def dynamo_frame_compiles() -> list[dict[str, Any]] | None:
+    """Dynamo's records of the frame compiles it still holds (its ``get_compilation_metrics()``, the
+    last 64 by default), oldest first, each as plain data: ``compile_id`` ("frame/recompile"),
+    ``frame`` (the code's name), ``file``, ``line`` (its first line), ``compile_s``,
+    ``recompile_reason`` (the guard that failed), ``restart_reasons`` (sorted), ``start_us`` (wall
+    clock, µs since the epoch), ``fail_type``, ``fail_reason``. Backward and run-time records are left
+    out. None when this torch lacks them (:data:`DYNAMO_RECORDS`)."""
+    if backend_support().lacks(DYNAMO_RECORDS):
+        return None
+    try:
+        from torch._dynamo import utils
+
+        metrics = utils.get_compilation_metrics()
+    except Exception:  # checked at the first compile; a failure now means "no records"
+        return None
+    out = []
+    for m in metrics:
+        if m.is_forward is False or m.is_runtime:
+            continue
+        reasons = m.restart_reasons or ()
+        out.append({"compile_id": None if m.compile_id is None else str(m.compile_id), "frame": m.co_name,
+                    "file": m.co_filename, "line": m.co_firstlineno, "compile_s": m.entire_frame_compile_time_s,
+                    "recompile_reason": m.recompile_reason, "restart_reasons": sorted(str(r) for r in reasons),
+                    "start_us": m.start_time_us, "fail_type": m.fail_type, "fail_reason": m.fail_reason})
+    return out
+
+
+def dynamo_graph_breaks(start: int = 0) -> tuple[int, list[dict[str, Any]]] | None:
+    """(how many graph-break reasons Dynamo holds now, those from index ``start`` on): each
+    ``{"reason", "file", "line", "frame"}``, the user's line where the graph broke (the innermost
+    frame of its user stack). Dynamo appends one each time it compiles a graph that ends in a break
+    (a recompile of the frame appends it again) and empties the list at ``torch._dynamo.reset()``.
+    None when this torch lacks it (:data:`DYNAMO_RECORDS`)."""
+    if backend_support().lacks(DYNAMO_RECORDS):
+        return None
+    try:
+        from torch._dynamo import utils
+
+        held = utils.graph_break_reasons
+        n = len(held)
+        new = list(held[start:n]) if start <= n else list(held[:n])
+    except Exception:
+        return None
+    out = []
+    for r in new:
+        frame = r.user_stack[-1] if getattr(r, "user_stack", None) else None
+        out.append({"reason": str(r.reason), "file": getattr(frame, "filename", None),
+                    "line": getattr(frame, "lineno", None), "frame": getattr(frame, "name", None)})
+    return n, out
+
+
+def dynamo_recompile_limit() -> int | None:
+    """How many compiles of one frame Dynamo makes before it runs the frame eagerly
+    (``torch._dynamo.config.recompile_limit``, called ``cache_size_limit`` before), or None."""
+    try:
+        from torch._dynamo import config
+
+        value = getattr(config, "recompile_limit", None)
+        if value is None:
+            value = getattr(config, "cache_size_limit", None)
+        return int(value) if value is not None else None
+    except Exception:
         return None

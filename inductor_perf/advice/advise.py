@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable, Mapping
 
-from . import device, host
+from . import compile as compile_records, device, host
 from .finding import Finding, ranked
 
 log = logging.getLogger(__name__)
@@ -22,6 +22,7 @@ DETECTORS: tuple[Detector, ...] = (
     device.find_headroom,
     device.find_precision,
     device.find_exposed_comm,
+    compile_records.find,
 )
 """Each takes (the trace's record, :data:`inductor_perf.devices.props.RECORD_KEY`; the summary)."""
 

@@ -130,14 +130,16 @@ def _release(base: str) -> None:
 
 
 def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None,
-                  trace: dict | None = None) -> CaptureResult:
+                  trace: dict | None = None, compile_window: tuple[float, float, bool] | None = None) -> CaptureResult:
     """Join, augment, summarize and write one raw Kineto trace (``trace``: the file's events loaded
     and shaped already by the caller). Raises on I/O errors.
 
     The trace records the device row its figures are measured against (:data:`devices.props.RECORD_KEY`),
     and it is summarized by the one path ``inductor-perf summary`` takes
     (:func:`summary.files.summarize_trace`: eager ops costed from their recorded shapes, the device
-    read back from the trace), so the summary written here and that of the written file are one."""
+    read back from the trace), so the summary written here and that of the written file are one.
+    The block also records the process's graph breaks and frame compiles (:mod:`.compile_log`;
+    ``compile_window``: :meth:`_Window.compile_window`)."""
     from ..advice.advise import attach
     from ..augment.core import augment_trace
     from ..devices.props import RECORD_KEY, device_record
@@ -146,6 +148,7 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     from ..report.text import format_summary
     from ..summary.files import summarize_trace
     from ..traces.files import load_trace, save_trace, write_atomic
+    from .compile_log import COMPILE_LOG
 
     trace = trace if trace is not None else load_trace(raw_path)
     costs, jstats = costs_from_tags(trace, REGISTRY.get)
@@ -153,6 +156,9 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     device, why = run_device(trace, (i for i, _ in jstats.per_marker_counts), REGISTRY)
     augmented, _ = augment_trace(trace, _tf32_costs(costs, on_gpu), device, device_events_only=on_gpu)
     augmented[RECORD_KEY] = device_record(device, None if device is not None else why)
+    compiled = COMPILE_LOG.record(compile_window)
+    if compiled is not None:
+        augmented[RECORD_KEY]["compile"] = compiled
     costed = summarize_trace(augmented, label=os.path.basename(base))
     augmented, summary = costed.trace, attach(costed.summary)
     if summary.costs_note:  # eager ops costed from their shapes: the written trace carries the costs
@@ -289,6 +295,10 @@ class _Window:
         self.notes: list[str] = []
         self.result: CaptureResult | None = None
         self.started_wall = 0.0
+        self.steps_wall: list[float] = []
+        """Wall-clock (s) times of the recorded steps: the first one's start, the last whole one's
+        start and its end (what the compile record's ``in_window`` refers to, :meth:`compile_window`)."""
+        self._open_wall = 0.0
 
     def _fail(self, message: str, *args: Any) -> bool:
         """Warn, and leave a result that says why nothing was written."""
@@ -343,6 +353,9 @@ class _Window:
         per-step view and the cross-rank view (:mod:`inductor_perf.ranks.view`) read them."""
         self.end_step()
         if self.collecting:
+            self._open_wall = time.time()
+            if not self.steps_wall:
+                self.steps_wall = [self._open_wall]
             self.step_range = torch.autograd.profiler.record_function(f"ProfilerStep#{self.steps}")
             self.step_range.__enter__()
 
@@ -352,6 +365,7 @@ class _Window:
             self.step_range.__exit__(None, None, None)
             self.step_range = None
             self.steps += 1
+            self.steps_wall[1:] = [self._open_wall, time.time()]
 
     @property
     def running(self) -> bool:
@@ -411,7 +425,8 @@ class _Window:
                 prof.export_chrome_trace(raw)
                 trace, lost = self._shaped(raw, align_to_calls, partial)
                 result = process_trace(raw, base, extra_warnings=self.notes + ([note] if note else []) + lost,
-                                       trace=trace)
+                                       trace=trace,
+                                       compile_window=self.compile_window(align_to_calls))
             finally:
                 if os.path.exists(raw):
                     os.unlink(raw)
@@ -434,6 +449,17 @@ class _Window:
                         pass
             self._fail("could not write the profile to %s (%s: %s)", self.out_dir, type(e).__name__, e)
             return self.result
+
+    def compile_window(self, align_to_calls: bool) -> tuple[float, float, bool] | None:
+        """(start, end, by_end): the wall-clock span in which a compile ran inside the recorded steps.
+        A step here opens at ``p.step()``, and a compile inside it starts after that. With the env-var
+        session (``align_to_calls``) a step opens inside the call that begins it, after that call's
+        compile: a compile of a recorded step then ends after the profiler's start (the warm-up step's
+        call) and before the last step opened (a later one belongs to the call after the window)."""
+        if len(self.steps_wall) < 3:
+            return None
+        first, last_open, last_end = self.steps_wall[:3]
+        return (self.started_wall, last_open, True) if align_to_calls else (first, last_end, False)
 
     def _shaped(self, raw: str, align_to_calls: bool, partial: bool) -> tuple[dict, list[str]]:
         """The raw trace made the window (:func:`inductor_perf.capture.window.shape_window`), and a note naming

@@ -39,6 +39,7 @@ from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_
 from .signals import advice_signals
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
+from .graph_gaps import GraphGaps, graph_gaps
 from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
 from .idle_split import launch_times, stream_idle
 from .utilization import utilization
@@ -464,7 +465,8 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         kernels=tk, counts=Counts(len(raw_events), len(tk.events), dict(skipped)), window=window,
         launcher=launcher, graph_launches=graph_launches, distributed=distributed_info(trace), totals=totals,
         coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
-        device_note=device_note, costs_note=costs_note, record=_record(trace)))
+        device_note=device_note, costs_note=costs_note, record=_record(trace),
+        graph_gaps=graph_gaps(profiler_steps(tk.host_events), tk.host_events)))
 
 
 def _record(trace: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -518,6 +520,8 @@ class SummaryParts:
     """Each kernel's launch call start by ``id`` (:func:`~.idle_split.launch_times`; None: made here)."""
     record: Mapping[str, Any] | None = None
     """The trace's own record (:data:`inductor_perf.devices.props.RECORD_KEY`), for the advisor."""
+    graph_gaps: GraphGaps | None = None
+    """The time between compiled pieces inside the steps (:mod:`inductor_perf.summary.graph_gaps`)."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -568,7 +572,7 @@ def assemble(parts: SummaryParts) -> Summary:
         distributed=parts.distributed, events_total=counts.total, events_used=counts.used,
         skipped=dict(counts.skipped), bad_args=totals.bad_args, notes=notes, device_note=parts.device_note,
         costs_note=parts.costs_note, costed_time_pct=costed_pct, lower_bound_pct=lower_pct, uncosted=uncosted,
-        steps=steps,
+        steps=steps, graph_gaps=parts.graph_gaps,
         slowest_step=slowest, window_basis=window.basis,
         flops_unknown=None if totals.any_flop else flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
         above_peak_reason=above,

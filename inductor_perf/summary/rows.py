@@ -161,6 +161,8 @@ class Summary:
     steps: list[Any] = field(default_factory=list)
     """:class:`inductor_perf.summary.steps.StepRow`, one per ``ProfilerStep#N``, in time order."""
     slowest_step: str | None = None
+    graph_gaps: Any = None
+    """:class:`inductor_perf.summary.graph_gaps.GraphGaps`: time between compiled pieces per step."""
     comm: Any = None
     """:class:`inductor_perf.summary.comm.CommView`: the rank's collectives, exposed collective time,
     compute by module / line (what the cross-rank view, :mod:`inductor_perf.ranks.view`, reads)."""

@@ -23,6 +23,7 @@ from ..core import static_sums
 from ..coverage import Coverage
 from ..idle import BusyWindow, IdleTables, idle_tables, window_of, with_next_sources
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
+from ..graph_gaps import graph_gaps_of_columns
 from ..steps import profiler_steps
 
 _dur = attrgetter("dur")
@@ -363,7 +364,8 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         kernels=tk, counts=counts, window=window, launcher=launcher, graph_launches=seen.graph_launches,
         distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
-        costs_note=costs_note, idle=idle, unions=unions, launch_ts=launch_ts, record=_record(header)))
+        costs_note=costs_note, idle=idle, unions=unions, launch_ts=launch_ts, record=_record(header),
+        graph_gaps=graph_gaps_of_columns(profiler_steps(seen.steps), seen.threads.names, seen.threads.cols)))
     return summary, device
 
 
