@@ -82,13 +82,14 @@ class CommView:
     compute_by_line: dict[str, float] = field(default_factory=dict)
 
 
-def _merge(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+def merge_spans(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The union of ``spans`` as sorted, disjoint spans (empty ones dropped)."""
     out: list[list[float]] = []
     for s, e in sorted(spans):
         if out and s <= out[-1][1]:
             if e > out[-1][1]:
                 out[-1][1] = e
-        else:
+        elif e > s:
             out.append([s, e])
     return [(s, e) for s, e in out]
 
@@ -97,8 +98,8 @@ def _length(merged: list[tuple[float, float]]) -> float:
     return sum(e - s for s, e in merged)
 
 
-def _intersection(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
-    """Overlap of two merged span lists (two-pointer walk)."""
+def span_overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Total time of the intersection of two merged, sorted span lists (two-pointer walk)."""
     i = j = 0
     total = 0.0
     while i < len(a) and j < len(b):
@@ -205,11 +206,11 @@ def comm_view(kernels: list[ParsedEvent], kinds: dict[int, str], host_events: li
     ``known``: given when no kernel is a collective, the compute time is not summed again."""
     del window_start  # spans are compared with each other only
     source, found = _collectives(kernels if known is None else [], kinds, host_events)
-    comm = _merge((ev.ts, ev.end) for ev, *_ in found)
+    comm = merge_spans((ev.ts, ev.end) for ev, *_ in found)
     compute = (known.merged if known is not None else
-               _merge((k.ts, k.end) for k in kernels if kinds.get(id(k)) != KIND_COLLECTIVE))
+               merge_spans((k.ts, k.end) for k in kernels if kinds.get(id(k)) != KIND_COLLECTIVE))
     comm_us, compute_us = _length(comm), (known.busy if known is not None else _length(compute))
-    overlap = _intersection(comm, compute)
+    overlap = span_overlap(comm, compute)
     view = CommView(source=source, comm_us=rounded(comm_us), exposed_comm_us=rounded(comm_us - overlap),
                     compute_us=rounded(compute_us), active_us=rounded(comm_us + compute_us - overlap),
                     collectives=_rows(found),
@@ -223,6 +224,6 @@ def comm_view(kernels: list[ParsedEvent], kinds: dict[int, str], host_events: li
         c, k = _clip(comm, comm_starts, st.ts, st.end), _clip(compute, compute_starts, st.ts, st.end)
         cu = _length(c)
         view.step_comm_us.append(rounded(cu))
-        view.step_exposed_us.append(rounded(cu - _intersection(c, k)))
+        view.step_exposed_us.append(rounded(cu - span_overlap(c, k)))
         view.step_compute_us.append(rounded(_length(k)))
     return view

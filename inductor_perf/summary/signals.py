@@ -18,6 +18,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from ..devices.peaks import dtype_peak
 from ..model import events as evs
 from ..model.markers import MARKER_PREFIX
+from .comm import merge_spans, span_overlap
 from .kernels import DEF_GPU, GRAPH_CALL_PREFIX, TraceKernels
 
 Span = tuple[float, float]
@@ -112,32 +113,6 @@ class AdviceSignals:
 
 
 # --- Intervals -----------------------------------------------------------------------------------------
-def merged(spans: Iterable[Span]) -> list[Span]:
-    out: list[list[float]] = []
-    for s, e in sorted(spans):
-        if out and s <= out[-1][1]:
-            if e > out[-1][1]:
-                out[-1][1] = e
-        elif e > s:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
-
-
-def overlap(a: list[Span], b: list[Span]) -> float:
-    """Total time of the intersection of two merged, sorted span lists."""
-    i = j = 0
-    total = 0.0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if hi > lo:
-            total += hi - lo
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return total
-
-
 def minus(a: list[Span], b: list[Span]) -> list[Span]:
     """``a`` less ``b`` (both merged and sorted)."""
     out: list[Span] = []
@@ -271,19 +246,19 @@ def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: 
         got.thread(roots)
     on_device = tk.definition == DEF_GPU
     gaps = gaps_of(window)
-    loader = merged(got.loader)
-    sync_spans = merged((s, e) for _, s, e in got.syncs)
+    loader = merge_spans(got.loader)
+    sync_spans = merge_spans((s, e) for _, s, e in got.syncs)
     sig = AdviceSignals(on_device=on_device, graph_launches=graph_launches, record=record)
-    sig.input_wait_us = overlap(gaps, loader)
+    sig.input_wait_us = span_overlap(gaps, loader)
     sig.loader_us = sum(e - s for s, e in loader)
     sig.loader_calls = sum(got.loader_names.values())
     sig.loader_name = max(got.loader_names, key=got.loader_names.__getitem__) if got.loader_names else None
     if on_device:
-        other = merged(loader + sync_spans)
-        compiled = minus(merged(got.compiled), other)
-        sig.launch_gap_us = overlap(gaps, compiled)
+        other = merge_spans(loader + sync_spans)
+        compiled = minus(merge_spans(got.compiled), other)
+        sig.launch_gap_us = span_overlap(gaps, compiled)
         sig.compiled_calls = len(got.compiled)
-        taken = merged(got.compiled + other)
+        taken = merge_spans(got.compiled + other)
         sig.eager_idle_us = _eager_idle(gaps, taken, got.outer)
         sig.eager_idle_total_us = sum(e - s for s, e in minus(gaps, taken))
         sig.syncs = _sync_sites(got.syncs, gaps, window, tk.kernels)
@@ -315,7 +290,7 @@ def _eager_idle(gaps: list[Span], taken: list[Span], outer: list[tuple[str, floa
         if t > 0:
             acc[name] = acc.get(name, 0.0) + t
             covered.append((s, e))
-    lone = sum(b - a for a, b in minus(rest, merged(covered)))
+    lone = sum(b - a for a, b in minus(rest, merge_spans(covered)))
     if lone > 0:
         acc[evs.NO_HOST_EVENT] = lone
     return dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))
@@ -333,7 +308,7 @@ def _sync_sites(syncs: list[tuple[Any, float, float]], gaps: list[Span], window:
     for e, s, end in sorted(syncs, key=lambda x: x[1]):
         i = bisect.bisect_left(starts, end)
         refill = starts[i] if i < len(starts) else end
-        drain = overlap(gaps, [(s, max(refill, end))])
+        drain = span_overlap(gaps, [(s, max(refill, end))])
         src = _frame_of(e) or _last_source(by_start, bisect.bisect_right(kstarts, s))
         site = sites.get(src)
         if site is None:
