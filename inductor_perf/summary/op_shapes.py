@@ -14,8 +14,9 @@ Which op and which time, by the summary's kernel definition (:data:`~.kernels.KE
 
 A row's calls are its distinct launching ops (a GPU op that launched two kernels is one call);
 FLOPs and bytes are the sums of its kernels' costs, placed against the device's roofs by the one
-rule every kernel row uses (:func:`~.roofs.row_placement`). Pure and torch-free; the in-memory
-engine's (:func:`inductor_perf.summary.core.assemble`).
+rule every kernel row uses (:func:`~.roofs.row_placement`). Both engines fill one
+:class:`OpShapeSums` as they sum their kernels (``SummaryParts.op_shapes``), and
+:func:`inductor_perf.summary.core.assemble` makes its rows. Pure and torch-free.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class OpShapeRow:
     pct_of_roof: float | None
     """% of the roof that binds the row (:func:`~.roofs.row_placement`); None without device roofs."""
     roof: str | None = None
-    """That roof's name (e.g. ``bf16 matrix``, ``hbm``)."""
+    """That roof's name (a memory level such as ``HBM``, or a compute roof such as ``bfloat16 matrix``)."""
     above_roof_reason: str | None = None
 
 
@@ -99,6 +100,7 @@ def _dims_text(dims: Any) -> str | None:
 
 
 _TYPES: dict[tuple, str] = {}
+""":func:`_types_text` by its ``Input type`` entries (a trace has few distinct ones; bounded)."""
 
 
 def _types_text(types: Any) -> str | None:
