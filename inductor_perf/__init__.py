@@ -34,6 +34,8 @@ _EXPORTS = {
     "Comparison": "comparison.rows",
     "diff_traces": "comparison.runner",
     "ranks_view": "ranks.files",
+    "summarize": "report.notebook",
+    "TraceSummary": "report.notebook",
 }
 
 __all__ = ["__version__", *_EXPORTS]
@@ -46,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
                          UnsupportedTorchError)
     from .model.tags import GraphTags, KernelTag, NodeInfo, graph_table, kernel_table
     from .ranks.files import ranks_view
+    from .report.notebook import TraceSummary, summarize
 
 
 def __getattr__(name: str) -> Any:

@@ -25,6 +25,7 @@ from ..model.events import strict_json
 from ..model.kernel_kinds import KIND_LABELS
 from ..model.kernel_names import readable_names
 from .findings import findings_markdown, findings_text
+from .units import compact_dtypes, compact_shapes  # noqa: F401  (compact_shapes: named here too)
 from .units import (_NA, _SI, _finite, _scaled, _sig, fmt_bytes, fmt_flop, fmt_gb, fmt_gbps, fmt_pct,  # noqa: F401
                     fmt_si, fmt_tflops, fmt_time_us)
 
@@ -316,6 +317,47 @@ def _stream_idle_table(d: dict[str, Any]) -> _Table:
             "or no launch call in the trace; shares of the stream's idle time")
 
 
+def _op_peak_cell(r: dict[str, Any], short: bool) -> str:
+    """As :func:`_peak_cell`, from an ``ops_by_shape`` row's ``pct_of_roof`` and ``roof``."""
+    if not _finite(r["pct_of_roof"]):
+        return _NA
+    roof = r["roof"] or _NA
+    if short:
+        first = roof.split(" ")[0]
+        roof = _SHORT_ROOFS.get(first, first)
+    return f"{fmt_pct(r['pct_of_roof'])} {roof}" + ("*" if r["above_roof_reason"] else "")
+
+
+def _op_shape_table(d: dict[str, Any], fmt: str) -> _Table | None:
+    """Time by (op, input shapes, input dtypes), most time first (TraceLens's unique-args view)."""
+    got = d.get("ops_by_shape")
+    if not got:
+        return None
+    short = fmt == "text"
+
+    def cut(v: str, n: int) -> str:
+        return _shorten(v, n) if short else v
+
+    rows = [[cut(r["op"], 24), compact_shapes(r["shapes"]),
+             compact_dtypes(r["dtypes"]) if short else (r["dtypes"] or _NA), r["calls"], fmt_time_us(r["total_us"]),
+             fmt_time_us(r["mean_us"]), fmt_flop(r["flop"]), fmt_gb(r["gb"]), fmt_tflops(r["achieved_tflops"]),
+             fmt_gbps(r["achieved_gbps"]),
+             _op_peak_cell(r, short)]
+            for r in got]
+    headers = ["Op", "Shapes", "Dtypes", "Calls", "Time", "Mean", "FLOP", "Bytes", "Rate", "GB/s", "Peak"]
+    if short:  # compact: the bytes and GB/s are in the JSON and on the page
+        rows = [[r[0], r[1] + ("" if r[2] == _NA else f" ({r[2]})"), r[3], r[4], r[8], r[10]] for r in rows]
+        headers = ["Op", "Shapes (dtypes)", "Calls", "Time", "Rate", "Peak"]
+    above = [f"{r['op']} {compact_shapes(r['shapes'])}: {r['above_roof_reason']}" for r in got if r["above_roof_reason"]]
+    foot = ("Time = device time of the kernels the op's calls launched (CPU: the op's own); compiled = a "
+            "kernel Inductor generated, keyed by the eager ops it fuses; Peak = % of the roof that binds")
+    if above:
+        foot += "; * above its roof: " + above[0] + (f" (and {len(above) - 1} more)" if len(above) > 1 else "")
+    left = 2 if short else 3
+    return (f"By op and input shapes (top {len(rows)})", headers, rows, list("l" * left + "r" * (len(headers) - left)),
+            [0], foot)
+
+
 def _uncosted_table(d: dict[str, Any], fmt: str) -> _Table | None:
     rows_in = d.get("uncosted") or []
     if not rows_in:
@@ -336,6 +378,9 @@ def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
     steps = _steps_table(d)
     if steps:
         tables.append(steps)
+    by_shape = _op_shape_table(d, fmt)
+    if by_shape:
+        tables.append(by_shape)
     for key, title, n in (("modules", "By module", "distinct_modules"),
                           ("lines", "By source line", "distinct_lines")):
         rows = [[_short_source(r["key"]) if key == "lines" else r["key"], r["count"], fmt_time_us(r["total_us"]), fmt_pct(r["share_of_busy_pct"]),

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any, Sequence
 
@@ -85,3 +86,43 @@ def fmt_si(x: float | None) -> str:
         if abs(x) >= scale:
             return f"{_sig(x / scale)}{prefix}"
     return _sig(x)
+
+
+# --- The op x shape table's keys -----------------------------------------------------------------
+def compact_shapes(shapes: str | None) -> str:
+    """An ``ops_by_shape`` row's shapes as the text shows them: ``2048x512 512x2048``, ``list[n]``
+    for a tensor list, scalars (``[]``) left out; "compiled" and unknown as they are.
+
+    >>> compact_shapes("[[2048,512],[],[[1],[2]]]"), compact_shapes(None)
+    ('2048x512 list[2]', 'unknown')
+    """
+    if shapes is None:
+        return "unknown"
+    try:
+        dims = json.loads(shapes)
+    except ValueError:
+        return shapes
+    if not isinstance(dims, list):
+        return shapes
+    out = []
+    for d in dims:
+        if isinstance(d, list) and all(isinstance(x, int) for x in d):
+            if d:
+                out.append("x".join(map(str, d)))
+        else:
+            out.append(f"list[{len(d)}]" if isinstance(d, list) else str(d))
+    return " ".join(out)
+
+
+_DTYPE_ABBR = {"c10::BFloat16": "bf16", "c10::Half": "f16", "float": "f32", "double": "f64", "long int": "i64",
+               "int": "i32", "bool": "bool", "unsigned char": "u8", "signed char": "i8", "short int": "i16",
+               "c10::Float8_e4m3fn": "f8e4m3", "c10::Float8_e5m2": "f8e5m2"}
+
+
+def compact_dtypes(dtypes: str | None) -> str:
+    """The distinct tensor dtypes of a row's ``dtypes``, abbreviated (``bf16``); scalars and lists left out."""
+    if dtypes is None:
+        return _NA
+    seen = dict.fromkeys(_DTYPE_ABBR.get(t, t) for t in dtypes.split(", ")
+                         if t and t not in ("Scalar", "ScalarList", "TensorList", "GenericList"))
+    return ",".join(seen) or _NA

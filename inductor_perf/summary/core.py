@@ -28,20 +28,22 @@ from typing import Any, Mapping
 
 from ..devices.peaks import dtype_peak
 from ..model import events as evs
-from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET,
+from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED,
                                   KIND_OTHER, KINDS, MATMUL_LIKE, kernel_kind)
 from ..roofline.roofs import Roofs
 from .comm import ComputeSums, comm_view
 from .coverage import CoverageFigures, coverage, flops_unknown
 from .idle import WINDOW_BASES, BusyWindow, IdleTables, busy_window, idle_tables, launching_threads
 from .kernels import (DEF_CPU_COMPILED, DEF_CPU_EAGER, DEF_GPU, DEF_NONE, GRAPH_CALL_PREFIX, KERNEL_DEFINITIONS,
-                      TraceKernels, ParsedEvent, _num, _parse, headline_dtype, select_kernels)
+                      NOT_COMPUTE, TraceKernels, ParsedEvent, _num, _parse, counts_flops, headline_dtype,
+                      select_kernels)
 from .signals import advice_signals
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
 from .graph_gaps import GraphGaps, graph_gaps
 from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
 from .idle_split import launch_times, stream_idle
+from .op_shapes import OpShapeSums, shape_sums
 from .utilization import utilization
 
 __all__ = [
@@ -71,11 +73,6 @@ def _device_peaks(device: Any, dtype: str) -> PeakInfo:
 
 
 # --- Per-kernel, per-module and per-line sums ------------------------------------------------------------
-NOT_COMPUTE = frozenset({KIND_MEMCPY, KIND_MEMSET, KIND_COLLECTIVE})
-"""Kinds whose FLOP count (0) does not make a trace's FLOP figures known."""
-COPY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
-"""Categories of device copies and fills: their 0 FLOPs neither, whatever op launched them (a memset
-launched by ``aten::mm`` is of kind matmul in the time split)."""
 
 @dataclass
 class _Acc:
@@ -183,8 +180,7 @@ class _Totals:
         self.bad_args += bad * n
         # A copy's or a collective's 0 FLOPs say nothing of the compute: only a compute kernel's
         # count makes FLOP totals and rates known (else they are unknown, not 0).
-        compute = (flop is not None and kind not in NOT_COMPUTE
-                   and (flop > 0 or not members or members[0].cat.lower() not in COPY_CATS))
+        compute = counts_flops(flop, kind, members[0].cat if members else None)
         if compute:
             self.flop += flop * n
             self.flop_known_time += time
@@ -466,7 +462,8 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         launcher=launcher, graph_launches=graph_launches, distributed=distributed_info(trace), totals=totals,
         coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
         device_note=device_note, costs_note=costs_note, record=_record(trace),
-        graph_gaps=graph_gaps(profiler_steps(tk.host_events), tk.host_events)))
+        graph_gaps=graph_gaps(profiler_steps(tk.host_events), tk.host_events),
+        op_shapes=shape_sums(tk, totals.kinds, static_sums)))
 
 
 def _record(trace: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -522,6 +519,8 @@ class SummaryParts:
     """The trace's own record (:data:`inductor_perf.devices.props.RECORD_KEY`), for the advisor."""
     graph_gaps: GraphGaps | None = None
     """The time between compiled pieces inside the steps (:mod:`inductor_perf.summary.graph_gaps`)."""
+    op_shapes: OpShapeSums | None = None
+    """The op x shape table's sums (:mod:`~.op_shapes`), filled as the kernels are summed; None: no table."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -581,7 +580,8 @@ def assemble(parts: SummaryParts) -> Summary:
                                    launch_times(tk.host_events, kernels), tk.definition)[:top],
         mfu_pct=util.mfu_pct, hfu_pct=util.hfu_pct, model_flop_per_step=util.model_flop_per_step,
         hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note,
-        signals=advice_signals(tk, window, graph_launches, device, parts.record))
+        signals=advice_signals(tk, window, graph_launches, device, parts.record),
+        ops_by_shape=parts.op_shapes.rows(roofs, top) if parts.op_shapes is not None else None)
 
 
 def _compute_sums(totals: _Totals, window: Any) -> ComputeSums | None:

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator, Mapping
 
 from ..model import events as evs
-from ..model.kernel_kinds import KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_OTHER, KINDS, kernel_kind
+from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED, KIND_MEMCPY, KIND_MEMSET,
+                                  KIND_OTHER, KINDS, kernel_kind)
 
 # --- Which events are kernels ---------------------------------------------------------------------
 # The profiler's own whole-window span; counting it would stretch the window to profiler start-up.
@@ -39,6 +40,20 @@ KERNEL_DEFINITIONS = {
 }
 
 _GRAPH_KERNEL_NAME = re.compile(r"^graph_\d+_")
+
+
+NOT_COMPUTE = frozenset({KIND_MEMCPY, KIND_MEMSET, KIND_COLLECTIVE})
+"""Kinds whose FLOP count (0) does not make a trace's FLOP figures known."""
+COPY_CATS = frozenset({"gpu_memcpy", "gpu_memset", "memcpy", "memset"})
+"""Categories of device copies and fills: their 0 FLOPs neither, whatever op launched them (a memset
+launched by ``aten::mm`` is of kind matmul in the time split)."""
+
+
+def counts_flops(flop: float | int | None, kind: str, cat: str | None) -> bool:
+    """Whether a kernel's FLOP count ``flop`` makes the FLOP figures of what it is summed into known:
+    a compute kernel's count, not a copy's, a fill's or a collective's 0 (unknown is not zero)."""
+    return (flop is not None and kind not in NOT_COMPUTE
+            and (flop > 0 or cat is None or cat.lower() not in COPY_CATS))
 
 
 # --- Parsing --------------------------------------------------------------------------------------

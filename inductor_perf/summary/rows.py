@@ -192,6 +192,9 @@ class Summary:
     findings: list[dict[str, Any]] = field(default_factory=list)
     """What to fix first, largest saving first (:func:`inductor_perf.advice.advise.attach`; the JSON form
     of :class:`inductor_perf.advice.finding.Finding`); empty until the advisor has run."""
+    ops_by_shape: list[Any] | None = None
+    """:class:`inductor_perf.summary.op_shapes.OpShapeRow`: time by (op, input shapes, input dtypes),
+    most time first, the top ones; None where the engine does not build it (the streaming engine)."""
     signals: Any = field(default=None, repr=False)
     """:class:`inductor_perf.summary.signals.AdviceSignals`: what the advisor reads beyond the tables;
     left out of ``to_dict()``."""

@@ -95,17 +95,18 @@ class _HostNode:
 
 
 class _Threads:
-    """Every host event, per (pid, tid), as flat arrays; names and categories interned."""
+    """Every host event, per (pid, tid), as flat arrays (start, duration, name, category, event index);
+    names and categories interned."""
 
     def __init__(self) -> None:
-        self.cols: dict[tuple[Any, Any], tuple[array, array, array, array]] = {}
+        self.cols: dict[tuple[Any, Any], tuple[array, array, array, array, array]] = {}
         self.names: dict[str, int] = {}
         self.cats: dict[str, int] = {}
 
-    def add(self, key: tuple[Any, Any], name: str, cat: str, ts: float, dur: float) -> None:
+    def add(self, key: tuple[Any, Any], name: str, cat: str, ts: float, dur: float, i: int) -> None:
         cols = self.cols.get(key)
         if cols is None:
-            cols = self.cols[key] = (array("d"), array("d"), array("l"), array("l"))
+            cols = self.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"))
         n = self.names.get(name)
         if n is None:
             n = self.names[name] = len(self.names)
@@ -116,28 +117,32 @@ class _Threads:
         cols[1].append(dur)
         cols[2].append(n)
         cols[3].append(c)
+        cols[4].append(i)
 
     def state(self) -> tuple[list[str], list[str], dict]:
         """What :meth:`merge` takes (plain containers: picklable)."""
         return list(self.names), list(self.cats), self.cols
 
-    def merge(self, state: tuple[list[str], list[str], dict]) -> None:
+    def merge(self, state: tuple[list[str], list[str], dict], base: int = 0) -> None:
         """Append the :meth:`state` of the threads of the events after this one's (another process's):
-        its name and category ids re-mapped to this one's."""
+        its name and category ids re-mapped to this one's, its event indices (numbered from 0 there)
+        from ``base``."""
         names, cats, cols = state
         to_name = [self.names.setdefault(n, len(self.names)) for n in names]
         to_cat = [self.cats.setdefault(c, len(self.cats)) for c in cats]
         same_names, same_cats = to_name == list(range(len(names))), to_cat == list(range(len(cats)))
-        for key, (ts, dur, name, cat) in cols.items():
+        for key, (ts, dur, name, cat, index) in cols.items():
+            if base:
+                index = array("q", [i + base for i in index])
             if not same_names:
                 name = array("l", map(to_name.__getitem__, name))
             if not same_cats:
                 cat = array("l", map(to_cat.__getitem__, cat))
             mine = self.cols.get(key)
             if mine is None:
-                self.cols[key] = (ts, dur, name, cat)
+                self.cols[key] = (ts, dur, name, cat, index)
             else:
-                for col, more in zip(mine, (ts, dur, name, cat)):
+                for col, more in zip(mine, (ts, dur, name, cat, index)):
                     col.extend(more)
 
     def forest(self, key: tuple[Any, Any]) -> list[_HostNode]:
@@ -146,7 +151,7 @@ class _Threads:
         is a shared empty tuple: only the nodes with children get a list."""
         names = list(self.names)
         cats = list(self.cats)
-        ts, dur, name, cat = self.cols[key]
+        ts, dur, name, cat, _ = self.cols[key]
         roots: list[_HostNode] = []
         stack: list[tuple[float, _HostNode]] = []  # (end, node) of the open events, innermost last
         for j in _by_start(ts, dur):
@@ -167,6 +172,22 @@ class _Threads:
                     up.children.append(e)
             stack.append((end, e))
         return roots
+
+    def parents(self) -> dict[int, int]:
+        """Each host event's parent by event index, nested as :meth:`forest` nests them (for the op x
+        shape table: :func:`~inductor_perf.summary.op_shapes.streamed_shape_keys`)."""
+        parent: dict[int, int] = {}
+        for ts, dur, _, _, index in self.cols.values():
+            stack: list[tuple[float, int]] = []  # (end, index) of the open events, innermost last
+            for j in _by_start(ts, dur):
+                t = ts[j]
+                end = t + dur[j]
+                while stack and not (t < stack[-1][0] and end <= stack[-1][0] + 1e-6):
+                    stack.pop()
+                if stack:
+                    parent[index[j]] = stack[-1][1]
+                stack.append((end, index[j]))
+        return parent
 
 
 def _by_start(ts: array, dur: array) -> list[int]:
@@ -209,13 +230,15 @@ class _Pass:
         self._kernel_names: dict[str, str] = {}
         self._thread_keys: dict[tuple[Any, Any], tuple[Any, Any]] = {}
         self.threads = _Threads()
-        self.by_corr: dict[Any, tuple[tuple[Any, Any], float]] = {}
-        """Correlation id of each runtime call -> (its thread, its start)."""
+        self.by_corr: dict[Any, tuple[tuple[Any, Any], float, int]] = {}
+        """Correlation id of each runtime call -> (its thread, its start, its event index)."""
         self.graph_launches = False
         self.steps: list[ParsedEvent] = []
         """The host events the tables read besides the forest: ``ProfilerStep#N`` ranges and host
         collectives (:data:`_HOST_COLLECTIVES`), in file order."""
         self.costed = False
+        self.load: Callable[[int], Any] | None = None
+        """Reads event ``i`` back (``Windows.load``), set once the pass is over."""
         self._cat_class: dict[str, int] = {}
 
     def _classify(self, cat: str) -> int:
@@ -279,11 +302,11 @@ class _Pass:
             self.kernel_corr.append(args.get("correlation"))
         elif cls >= 3:
             key = self._thread_keys.setdefault((pid, tid), (pid, tid))
-            self.threads.add(key, name, cat, ts, dur)
+            self.threads.add(key, name, cat, ts, dur, i)
             if cls == 4:
                 corr = args.get("correlation")
                 if corr is not None:
-                    self.by_corr[_hashable(corr)] = (key, ts)
+                    self.by_corr[_hashable(corr)] = (key, ts, i)
                 if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
                     self.graph_launches = True
             elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
@@ -317,7 +340,8 @@ def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
     for why, n in skipped.items():
         seen.skipped[why] += n
     seen.w0, seen.w1 = min(seen.w0, w0), max(seen.w1, w1)
-    seen.by_corr.update(by_corr)  # a later call overwrites, as in add()
+    # a later call overwrites, as in add(); its event index numbered from base here
+    seen.by_corr.update({c: (key, ts, i + base) for c, (key, ts, i) in by_corr.items()})
     del by_corr
     seen.graph_launches = seen.graph_launches or graph_launches
     seen.steps.extend(steps)
@@ -331,7 +355,7 @@ def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
     seen.kernel_index.extend(array("q", [i + base for i in index]))
     seen.kernel_corr.extend(corr)
     del index, corr
-    seen.threads.merge(parts.pop(0))
+    seen.threads.merge(parts.pop(0), base)
 
 
 def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None,
@@ -457,6 +481,7 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         if not seen.kernels:
             return None  # no device events: a CPU trace, loaded whole
         seen.total = i
+        seen.load = events.load  # the op x shape table reads launching ops back (summary.op_shapes)
         held = [join]  # finish() lets the join go once the costs are placed
         del join
         done = finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,

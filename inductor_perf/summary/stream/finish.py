@@ -24,6 +24,7 @@ from ..coverage import Coverage
 from ..idle import BusyWindow, IdleTables, idle_tables, window_of, with_next_sources
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
 from ..graph_gaps import graph_gaps_of_columns
+from ..op_shapes import OpShapeSums, streamed_shape_keys
 from ..steps import profiler_steps
 
 _dur = attrgetter("dur")
@@ -94,8 +95,8 @@ class _Sums:
     summing the args one kernel at a time, within float rounding (the additions come in another order)."""
 
     def __init__(self, totals: Any, cov: Coverage, weights: dict[str, list[float]],
-                 static_of: Callable[[Any], tuple]) -> None:
-        self.totals, self.cov, self.weights, self.static_of = totals, cov, weights, static_of
+                 static_of: Callable[[Any], tuple], shapes: OpShapeSums | None = None) -> None:
+        self.totals, self.cov, self.weights, self.static_of, self.shapes = totals, cov, weights, static_of, shapes
         self.digests: dict[tuple, tuple | None] = {}
         """(id(cost), label items, name, category) -> digest; None: summed from its args instead.
         The costs are alive for as long as this is (their ids are not reused)."""
@@ -158,6 +159,8 @@ class _Sums:
                 acc[0] += mm * n
                 acc[1] += fl * n
             self.cov.add_digest(name, time, cov, n)
+            if self.shapes is not None:
+                self.shapes.add_many(members, st, kind)
         self.digests.clear()
 
 
@@ -269,10 +272,11 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
 
 
 def _sum_kernels(seen: Any, costs: dict | None, labels: dict, device: Any, totals: Any, cov: Coverage | None,
-                 weights: dict[str, list[float]]) -> None:
+                 weights: dict[str, list[float]], shapes: OpShapeSums | None = None) -> None:
     """Give each kernel of the pass the args ``augment`` would write (``costs`` None: it keeps the
     trace's own), add it to ``totals``, ``cov`` and the dtype ``weights`` (``cov`` None: the light
-    summary, whose kernels get only their costs' own args), and leave it its kept args."""
+    summary, whose kernels get only their costs' own args), and to the op x shape table's ``shapes``,
+    and leave it its kept args."""
     from ...augment.args import args_for, augment_event, device_bandwidth
     from ...model.event_cost import AugmentStats
     from ..kernels import add_dtype_weight
@@ -289,7 +293,7 @@ def _sum_kernels(seen: Any, costs: dict | None, labels: dict, device: Any, total
             got = static[id(cost)] = _static(cost, device, peak_cache, bandwidth)
         return got
 
-    sums = _Sums(totals, cov, weights, static_of) if cov is not None else None
+    sums = _Sums(totals, cov, weights, static_of, shapes) if cov is not None else None
     for k, i in zip(seen.kernels, seen.kernel_index):
         if apply:
             cost, lab = costs.get(i), labels.get(i)  # type: ignore[union-attr]
@@ -309,6 +313,8 @@ def _sum_kernels(seen: Any, costs: dict | None, labels: dict, device: Any, total
                                        peak_cache, bandwidth, astats, lab)["args"]
         args = k.args
         totals.add(k)
+        if shapes is not None:
+            shapes.add(k, static_sums(args), totals.kinds[id(k)])
         if cov is not None:
             add_dtype_weight(weights, args)
             cov.add(k.name, k.dur, args)
@@ -328,6 +334,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     if stage is not None:
         stage("summarizing: placing costs")
     costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
+    shapes = None if light else OpShapeSums(streamed_shape_keys(seen, labels if apply else None))
     if light:
         from ..light import LightTotals, assemble_light
 
@@ -335,7 +342,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
     else:
         totals, cov = _Totals(), Coverage()
     weights: dict[str, list[float]] = {}
-    _sum_kernels(seen, costs if apply else None, labels, device, totals, cov, weights)
+    _sum_kernels(seen, costs if apply else None, labels, device, totals, cov, weights, shapes)
     del costs, labels
     tk = trace_kernels(seen, roots)
     counts = Counts(seen.total, seen.used, dict(seen.skipped))
@@ -365,7 +372,8 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
         costs_note=costs_note, idle=idle, unions=unions, launch_ts=launch_ts, record=_record(header),
-        graph_gaps=graph_gaps_of_columns(profiler_steps(seen.steps), seen.threads.names, seen.threads.cols)))
+        graph_gaps=graph_gaps_of_columns(profiler_steps(seen.steps), seen.threads.names, seen.threads.cols),
+        op_shapes=shapes))
     return summary, device
 
 

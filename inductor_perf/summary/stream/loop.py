@@ -211,7 +211,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
         if pc == _P_KERNEL:
             _keep_kernel(seen, i, name, cat, pid, tid, ts, dur, args)
         elif pc >= _P_HOST:
-            host(seen, pt, name, cat, ts, dur, args, pc)
+            host(seen, pt, name, cat, ts, dur, args, pc, i)
     join.stats.device_kernels += n_kernels
     seen.used += used
     seen.w0, seen.w1 = min(seen.w0, lo), max(seen.w1, hi)
@@ -289,16 +289,17 @@ def _by_methods(join: Any, seen: Any, i: int, ev: dict) -> None:
     seen.add(i, ev)
 
 
-def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float, args: dict, pc: int) -> None:
-    """The end of ``_Pass.add`` for a host event on thread ``pt`` (``pc``: ``_P_HOST`` or ``_P_RUNTIME``),
-    with ``_Threads.add`` inline."""
+def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float, args: dict, pc: int,
+               i: int) -> None:
+    """The end of ``_Pass.add`` for host event ``i`` on thread ``pt`` (``pc``: ``_P_HOST`` or
+    ``_P_RUNTIME``), with ``_Threads.add`` inline."""
     key = seen._thread_keys.get(pt)
     if key is None:
         key = seen._thread_keys[pt] = pt
     threads = seen.threads
     cols = threads.cols.get(key)
     if cols is None:
-        cols = threads.cols[key] = (array("d"), array("d"), array("l"), array("l"))
+        cols = threads.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"))
     names, cats = threads.names, threads.cats
     n = names.get(name)
     if n is None:
@@ -310,10 +311,11 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
     cols[1].append(dur)
     cols[2].append(n)
     cols[3].append(c)
+    cols[4].append(i)
     if pc == _P_RUNTIME:
         corr = args.get("correlation")
         if corr is not None:
-            seen.by_corr[corr if type(corr) is int else _hashable(corr)] = (key, ts)
+            seen.by_corr[corr if type(corr) is int else _hashable(corr)] = (key, ts, i)
         if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
             seen.graph_launches = True
     elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):

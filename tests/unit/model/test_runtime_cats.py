@@ -41,9 +41,10 @@ def test_every_reader_takes_the_same_runtime_calls(cat):
 
 def test_streaming_pass_keeps_the_launching_thread_and_launch_time():
     seen = _Pass()
-    seen.add(0, {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 0.0,
+    seen.add(5, {"ph": "X", "cat": "Runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 2, "ts": 0.0,
                  "dur": 1.0, "args": {"correlation": 9}})
-    assert seen.by_corr == {9: ((1, 2), 0.0)}  # the launching thread, and the launch's start
+    # the launching thread, the launch's start, and its event index (the op x shape table's way back)
+    assert seen.by_corr == {9: ((1, 2), 0.0, 5)}
 
 
 @pytest.mark.parametrize("cat, name, replay", [
@@ -62,5 +63,5 @@ def test_every_summary_reader_sees_the_same_graph_replays(cat, name, replay):
     seen.add(0, {"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 2, "ts": 0.0, "dur": 1.0, "args": {}})
     assert seen.graph_launches is replay
     fused = _Pass()
-    loop._take_host(fused, (1, 2), name, cat, 0.0, 1.0, {}, loop._route(cat, fused)[1])
+    loop._take_host(fused, (1, 2), name, cat, 0.0, 1.0, {}, loop._route(cat, fused)[1], 0)
     assert fused.graph_launches is replay
