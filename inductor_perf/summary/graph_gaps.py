@@ -141,9 +141,9 @@ def graph_gaps(steps: list[Any], host_events: Iterable[Any]) -> GraphGaps | None
 
 
 def graph_gaps_of_columns(steps: list[Any], names: Mapping[str, int],
-                          cols: Mapping[Any, tuple[Any, Any, Any, Any]]) -> GraphGaps | None:
+                          cols: Mapping[Any, tuple[Any, ...]]) -> GraphGaps | None:
     """The same from the streaming summary's host events: ``names`` interned name -> id, ``cols``
-    thread -> (starts, durations, name ids, category ids) (``summary.stream.engine._Threads``)."""
+    thread -> (starts, durations, name ids, category ids, ...) (``summary.stream.engine._Threads``)."""
     marker_ids, call_ids = {}, set()
     for name, i in names.items():
         if name.startswith(MARKER_PREFIX):
@@ -155,7 +155,7 @@ def graph_gaps_of_columns(steps: list[Any], names: Mapping[str, int],
     if not marker_ids:
         return None
     calls, offsets = [], []
-    for thread, (ts, dur, ids, _) in cols.items():
+    for thread, (ts, dur, ids, *_) in cols.items():
         ranges = []
         for k, n in enumerate(ids):
             bwd = marker_ids.get(n)
