@@ -185,11 +185,13 @@ def test_mlp_steps_are_whole_and_nest_with_the_calls(mlp_run):
     """Each ProfilerStep#N runs from the start of one call of the compiled model (here: of the
     user's own "forward" range around it) to the start of the next: no range on its thread crosses
     a step boundary, and each step holds one forward and one backward graph call."""
-    out, _, _ = mlp_run
+    out, proc, _ = mlp_run
     trace = _strict_load_gz(glob.glob(str(out / "*.trace.json.gz"))[0])
     host = _host_x(trace)
     steps = sorted((e for e in host if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
-    assert [e["name"] for e in steps] == ["ProfilerStep#0", "ProfilerStep#1"]
+    # (an intermittent loss of the second step under load: the capture's notes and stderr say more)
+    assert [e["name"] for e in steps] == ["ProfilerStep#0", "ProfilerStep#1"], (
+        trace.get("inductor_perf"), proc.stderr[-3000:])
     calls = sorted(e["ts"] for e in host if e["name"] == "forward")
     assert calls == [e["ts"] for e in steps]  # the ranges of the next step's call were dropped
     thread = [e for e in host if e["tid"] == steps[0]["tid"] and not e["name"].startswith("ProfilerStep#")]
@@ -719,7 +721,7 @@ def test_the_env_window_stops_outside_the_call_it_ended_in(tmp_path, foreign, st
     (trace,) = glob.glob(str(tmp_path / "env" / "*.trace.json.gz"))
     events = _strict_load_gz(trace)["traceEvents"]
     assert sorted(e["name"] for e in events if e.get("name", "").startswith("ProfilerStep#")) == \
-        ["ProfilerStep#0", "ProfilerStep#1"]
+        ["ProfilerStep#0", "ProfilerStep#1"], proc.stderr[-3000:]
     assert [e["name"] for e in events if e.get("args", {}).get("finished") is False] == []
     lines = proc.stderr.splitlines()
     wrote = next(i for i, ln in enumerate(lines) if trace in ln)
