@@ -112,9 +112,11 @@ def shape_window(trace: dict, *, align_to_calls: bool, drop_partial: bool) -> Wi
         shape.moved_boundaries.append(round(point - bounds[i], 3))
     for i, e in enumerate(steps):
         e["ts"], e["dur"] = bounds[i], round(bounds[i + 1] - bounds[i], 3)
-    shape.start_us, shape.end_us = bounds[0], bounds[-1]
+    # The window ends where the last step range now ends: ts + the rounded dur can lie an ulp past
+    # bounds[-1] (at ~5e12 µs, in about one trace of fifteen), which would drop that step as "outside".
+    shape.start_us, shape.end_us = bounds[0], max(bounds[-1], steps[-1]["ts"] + steps[-1]["dur"])
     before = len(events)
-    events[:] = _inside(events, bounds[0], bounds[-1])
+    events[:] = _inside(events, shape.start_us, shape.end_us)
     shape.dropped_events = before - len(events)
     return shape
 

@@ -97,6 +97,24 @@ def test_env_capture_window_summary_counts_the_two_steps_only():
     assert s.wall_us == 240 and s.kernel_count == 1
 
 
+def test_the_last_step_stays_when_its_rounded_end_lies_past_the_window():
+    """Kineto's microsecond timestamps near 4e12 carry 3 decimals, so a moved boundary's duration,
+    rounded to them, can end one float step past the window's end: here step 1 moves back from
+    ...590580.635 to the call's start ...590558.429, and ...590558.429 + round(83762.951, 3) is
+    ...674321.3800000001 > ...674321.38 (checked below). The step is the window: it must stay."""
+    a, b, c, call = 4093859586774.235, 4093859590580.635, 4093859674321.38, 4093859590558.429
+    assert call + round(c - call, 3) > c  # the float fact the case stands on
+    trace = {"traceEvents": [
+        X("ProfilerStep#0", a, round(b - a, 3), cat="user_annotation"),
+        X("ProfilerStep#1", b, round(c - b, 3), cat="user_annotation"),
+        X("forward", call, round(b + 10 - call, 3), cat="user_annotation"),
+    ]}
+    shape = shape_window(trace, align_to_calls=True, drop_partial=False)
+    steps = sorted(e["name"] for e in trace["traceEvents"] if e["name"].startswith("ProfilerStep#"))
+    assert shape.steps == 2 and steps == ["ProfilerStep#0", "ProfilerStep#1"]
+    assert [r.name for r in summarize(trace).steps] == ["ProfilerStep#0", "ProfilerStep#1"]
+
+
 def test_explicit_block_drops_only_the_partial_last_step():
     """profile(): ProfilerStep#0 [0, 100) and #1 [100, 200) end at p.step() calls; #2 [200, 230)
     was still open at the block's end. It goes; the block's events after the last step stay."""
