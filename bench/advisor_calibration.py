@@ -1,14 +1,15 @@
 """Calibration of the advisor's estimates (docs/advisor.md): a small training loop, written as a user
-writes one, with a problem planted, is captured with ``inductor_perf.profile()``; the capture's own
-summary.json says what it would save (the finding of the planted kind). Then the loop is timed with
-the problem and with the fix, in paired rounds that alternate the two (time.perf_counter around each
-step, no profiler), and the measured gain is the difference of the medians.
+writes one, with a problem planted, is captured as a user captures one, with ``INDUCTOR_PERF_TRACE_DIR``
+set (in a child process: the env-var session is one per process); the capture's own summary.json says
+what the fix would save (the finding of the planted kind). Then the loop is timed with the problem and
+with the fix, in paired rounds that alternate the two (time.perf_counter around each step, no
+profiler), and the measured gain is the difference of the medians.
 
-The ratio compares shares of the step: the estimate's share of the captured step (the finding's
-``saving_pct_of_step``) against the measured gain's share of the step with the problem. The capture
-runs minutes before the timed rounds end, and on a shared machine the load changes in between: a
-share is what stays when the whole step runs slower or faster, an absolute time is not (the table
-shows both).
+Two ratios: of times (the finding's ``saving_us_per_step``, which the env-var capture states against
+the step it timed without the profiler, over the measured gain) and of shares (its
+``saving_pct_of_step``, a share of the profiled step, over the gain's share of the step with the
+problem). The capture runs in another process than the timed rounds, and on a shared machine the load
+changes in between: a share is what stays when the whole step runs slower or faster.
 
     python bench/advisor_calibration.py            # prints the table docs/advisor.md shows
 
@@ -19,9 +20,11 @@ ranks in the top 3 and that the estimate is within 0.5-2x of the measured gain.
 from __future__ import annotations
 
 import glob
+import importlib
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -67,16 +70,56 @@ class Result:
         return self.estimate_us / self.measured_us if self.estimate_us and self.measured_us > 0 else None
 
 
-def _capture(step: Callable[[], None], steps: int) -> list[dict]:
-    """The findings the capture wrote for ``steps`` steps of ``step`` (summary.json)."""
+SKIP, STEPS = 3, 3
+"""The capture's INDUCTOR_PERF_SKIP and INDUCTOR_PERF_STEPS: step 1 compiles, step 2 runs without the
+profiler (the un-profiled step the trace records), step 3 is the profiler's warm-up, 4-6 are recorded."""
+
+
+@dataclass
+class Case:
+    """A planted problem: the step with it, the step with the fix, and which finding is its."""
+
+    kind: str
+    case: str
+    problem: Callable[[], None]
+    fixed: Callable[[], None]
+    want: Callable[[dict], bool] = lambda f: True
+
+
+def _capture(builder: Callable[[], Case]) -> list[dict]:
+    """The findings an env-var capture of ``builder()``'s problem step wrote (summary.json), from a child
+    process that runs this file with ``--capture``."""
+    ref = f"{os.path.splitext(os.path.basename(sys.modules[builder.__module__].__file__ or ''))[0]}:{builder.__name__}"
     with tempfile.TemporaryDirectory() as out:
-        with inductor_perf.profile(out) as p:
-            for _ in range(steps):
-                step()
-                p.step()
-        (path,) = glob.glob(os.path.join(out, "*.summary.json"))
-        with open(path) as f:
+        env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=out, INDUCTOR_PERF_SKIP=str(SKIP), INDUCTOR_PERF_STEPS=str(STEPS))
+        proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--capture", ref], env=env,
+                              capture_output=True, text=True, timeout=900)
+        paths = glob.glob(os.path.join(out, "*.summary.json"))
+        if proc.returncode != 0 or len(paths) != 1:
+            raise RuntimeError(f"the capture of {ref} failed (exit {proc.returncode}, {len(paths)} summaries): "
+                               f"{proc.stderr[-2000:]}")
+        with open(paths[0]) as f:
             return json.load(f)["findings"]
+
+
+def _capture_child(ref: str) -> None:
+    """In the child: build the case and run its problem step until the window has ended."""
+    module, name = ref.split(":")
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    torch.set_num_threads(1)
+    case = getattr(importlib.import_module(module), name)()
+    for _ in range(SKIP + STEPS + 2):
+        case.problem()
+
+
+def run_case(builder: Callable[[], Case], rounds: int, per_round: int, warm: int = 3) -> "Result":
+    """Capture ``builder``'s problem (:func:`_capture`), then time it against the fix in paired rounds."""
+    c = builder()
+    for _ in range(warm):
+        c.problem()
+        c.fixed()
+    findings = _capture(builder)
+    return _result(c.kind, c.case, findings, *_paired(c.problem, c.fixed, rounds, per_round), want=c.want)
 
 
 def _paired(problem: Callable[[], None], fixed: Callable[[], None], rounds: int, per_round: int) -> tuple[float, float]:
@@ -121,7 +164,7 @@ class _Samples(Dataset):
         return torch.randn(64), torch.randn(1)
 
 
-def input_wait_case(rounds: int = 6, per_round: int = 4) -> Result:
+def input_wait_loops() -> Case:
     """A DataLoader over a dataset that takes 15 ms an item (batches of 2: ~30 ms a step), fixed by a
     dataset that takes none."""
     torch.manual_seed(0)
@@ -140,12 +183,11 @@ def input_wait_case(rounds: int = 6, per_round: int = 4) -> Result:
             opt.zero_grad()
         return step
 
-    slow, fast = loop(0.015), loop(0.0)
-    for _ in range(3):
-        slow()
-        fast()
-    findings = _capture(slow, 4)
-    return _result("input_wait", "Dataset item 15 ms, batch 2 -> no delay", findings, *_paired(slow, fast, rounds, per_round))
+    return Case("input_wait", "Dataset item 15 ms, batch 2 -> no delay", loop(0.015), loop(0.0))
+
+
+def input_wait_case(rounds: int = 6, per_round: int = 4) -> Result:
+    return run_case(input_wait_loops, rounds, per_round)
 
 
 # --- optimizer: AdamW one parameter at a time ---------------------------------------------------------------
@@ -160,7 +202,7 @@ class _Wide(nn.Module):
         return sum((w * x).sum() for w in self.weights)
 
 
-def optimizer_case(rounds: int = 6, per_round: int = 3) -> Result:
+def optimizer_loops() -> Case:
     """AdamW(foreach=False) over 40 parameters of 256k floats, fixed by AdamW(fused=True)."""
     torch.manual_seed(0)
     model = _Wide()
@@ -176,20 +218,19 @@ def optimizer_case(rounds: int = 6, per_round: int = 3) -> Result:
             opt.zero_grad()
         return step
 
-    unfused, fused = loop(foreach=False), loop(fused=True)
-    for _ in range(3):
-        unfused()
-        fused()
-    findings = _capture(unfused, 3)
-    return _result("optimizer", "AdamW foreach=False, 40 x 256k params -> fused=True", findings,
-                   *_paired(unfused, fused, rounds, per_round))
+    return Case("optimizer", "AdamW foreach=False, 40 x 256k params -> fused=True", loop(foreach=False),
+                loop(fused=True))
+
+
+def optimizer_case(rounds: int = 6, per_round: int = 3) -> Result:
+    return run_case(optimizer_loops, rounds, per_round)
 
 
 CASES = (input_wait_case, optimizer_case)
 
 
 def table(results: list[Result]) -> str:
-    rows = ["| kind | case | estimate (of the captured step) | measured gain (step with problem -> fixed) "
+    rows = ["| kind | case | estimate (share of the captured step) | measured gain (step with problem -> fixed) "
             "| ratio of shares | ratio of times | rank |", "|---|---|---|---|---|---|---|"]
     for r in results:
         est = f"{r.estimate_us / 1e3:.2f} ms ({r.estimate_pct:.0f} %)" if r.estimate_us else "-"
@@ -203,8 +244,13 @@ def table(results: list[Result]) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    argparse.ArgumentParser(description="Run the advisor's calibration cases (docs/advisor.md) and print "
-                                        "the table: kind, case, estimate, measured gain, ratio, rank.").parse_args(argv)
+    ap = argparse.ArgumentParser(description="Run the advisor's calibration cases (docs/advisor.md) and print "
+                                             "the table: kind, case, estimate, measured gain, ratio, rank.")
+    ap.add_argument("--capture", metavar="MODULE:CASE", help=argparse.SUPPRESS)  # the child of _capture
+    args = ap.parse_args(argv)
+    if args.capture:
+        _capture_child(args.capture)
+        return 0
     torch.set_num_threads(1)
     print(table([case() for case in CASES]))
     return 0

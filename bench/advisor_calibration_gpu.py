@@ -1,13 +1,13 @@
 """The advisor's GPU kinds against measured fixes, on a CUDA machine (docs/advisor.md): as
 bench/advisor_calibration.py does on CPU, a training loop with a problem planted is captured with
-``inductor_perf.profile()`` and then timed with the problem and with the fix in paired rounds
-(time.perf_counter around each step, after torch.cuda.synchronize()).
+``INDUCTOR_PERF_TRACE_DIR`` set (a child process) and then timed with the problem and with the fix in
+paired rounds (time.perf_counter around each step, after torch.cuda.synchronize()).
 
     python bench/advisor_calibration_gpu.py        # prints the table (needs CUDA)
 
 Cases: ``host_bound`` (a launch-bound MLP, fixed by mode="reduce-overhead"), ``sync`` (loss.item()
 each step, fixed by not asking), ``memcpy`` (a pageable batch copied each step, fixed by a pinned one
-copied non_blocking).
+copied non_blocking), ``precision`` (float32 matmuls with TF32 off, fixed by turning it on).
 """
 
 from __future__ import annotations
@@ -48,47 +48,70 @@ def _train(model: nn.Module, compiled: Callable, batch: Callable[[], torch.Tenso
     return step
 
 
-def host_bound_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+def host_bound_loops() -> cal.Case:
     torch.manual_seed(0)
     x = torch.randn(32, 256, device="cuda")
     a, b = _mlp(), _mlp()
     b.load_state_dict(a.state_dict())
     plain = _train(a, torch.compile(a, backend="inductor_perf"), lambda: x)
     graphs = _train(b, torch.compile(b, backend="inductor_perf", mode="reduce-overhead"), lambda: x)
-    return _run("host_bound", "24 x Linear(256)+GELU, batch 32 -> mode=reduce-overhead", plain, graphs,
-                rounds, per_round, want=lambda f: "reduce-overhead" in f["fix"])
+    return cal.Case("host_bound", "24 x Linear(256)+GELU, batch 32 -> mode=reduce-overhead", _synced(plain),
+                    _synced(graphs), want=lambda f: "reduce-overhead" in f["fix"])
 
 
-def sync_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+def sync_loops() -> cal.Case:
     torch.manual_seed(0)
     x = torch.randn(32, 256, device="cuda")
     m = _mlp(8)
     c = torch.compile(m, backend="inductor_perf")
-    return _run("sync", "loss.item() every step -> none", _train(m, c, lambda: x, item=True),
-                _train(m, c, lambda: x), rounds, per_round)
+    return cal.Case("sync", "loss.item() every step -> none", _synced(_train(m, c, lambda: x, item=True)),
+                    _synced(_train(m, c, lambda: x)))
 
 
-def memcpy_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+def memcpy_loops() -> cal.Case:
     torch.manual_seed(0)
     host = torch.randn(4096, 4096)
     pinned = host.pin_memory()
     m = _mlp(4, 4096)
     c = torch.compile(m, backend="inductor_perf")
-    return _run("memcpy", "64 MB pageable batch .cuda() -> pinned, non_blocking", _train(m, c, lambda: host.cuda()),
-                _train(m, c, lambda: pinned.cuda(non_blocking=True)), rounds, per_round)
+    return cal.Case("memcpy", "64 MB pageable batch .cuda() -> pinned, non_blocking",
+                    _synced(_train(m, c, lambda: host.cuda())),
+                    _synced(_train(m, c, lambda: pinned.cuda(non_blocking=True))))
 
 
-def _run(kind: str, case: str, problem: Callable[[], None], fixed: Callable[[], None], rounds: int, per_round: int,
-         want: Callable[[dict], bool] = lambda f: True) -> cal.Result:
-    problem, fixed = _synced(problem), _synced(fixed)
-    for _ in range(5):
-        problem()
-        fixed()
-    findings = cal._capture(problem, 5)
-    return cal._result(kind, case, findings, *cal._paired(problem, fixed, rounds, per_round), want=want)
+def precision_loops() -> cal.Case:
+    torch.manual_seed(0)
+    x = torch.randn(4096, 4096, device="cuda")
+    m = _mlp(4, 4096)
+    c = torch.compile(m, backend="inductor_perf")
+    step = _synced(_train(m, c, lambda: x))
+
+    def with_tf32(on: bool) -> Callable[[], None]:
+        def run() -> None:
+            torch.backends.cuda.matmul.allow_tf32 = on  # what set_float32_matmul_precision("high") turns on
+            step()
+        return run
+    return cal.Case("precision", "float32 matmuls 4096^2, TF32 off -> set_float32_matmul_precision(\"high\")",
+                    with_tf32(False), with_tf32(True))
 
 
-CASES = (host_bound_case, sync_case, memcpy_case)
+def host_bound_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+    return cal.run_case(host_bound_loops, rounds, per_round, warm=5)
+
+
+def sync_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+    return cal.run_case(sync_loops, rounds, per_round, warm=5)
+
+
+def memcpy_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+    return cal.run_case(memcpy_loops, rounds, per_round, warm=5)
+
+
+def precision_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
+    return cal.run_case(precision_loops, rounds, per_round, warm=5)
+
+
+CASES = (host_bound_case, sync_case, memcpy_case, precision_case)
 
 
 def main(argv: list[str] | None = None) -> int:

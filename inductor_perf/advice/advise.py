@@ -9,6 +9,7 @@ from typing import Any, Callable, Mapping
 
 from . import compile as compile_records, device, host
 from .finding import Finding, ranked
+from .per_step import UNPROFILED_KINDS, unprofiled
 
 log = logging.getLogger(__name__)
 
@@ -28,7 +29,9 @@ DETECTORS: tuple[Detector, ...] = (
 
 
 def advise(summary: Any, record: Mapping[str, Any] | None = None) -> list[Finding]:
-    """The ranked findings of ``summary`` (:func:`inductor_perf.advice.finding.ranked`). ``record``:
+    """The ranked findings of ``summary`` (:func:`inductor_perf.advice.finding.ranked`), the savings of
+    :data:`~.per_step.UNPROFILED_KINDS` stated against the un-profiled step where the trace records one
+    (:func:`~.per_step.unprofiled`; their ``saving_pct_of_step`` stays the share of the profiled step). ``record``:
     the trace's record, default the one the summary read. A detector that fails is logged and skipped:
     a finding less, never a summary less."""
     if record is None:
@@ -40,6 +43,13 @@ def advise(summary: Any, record: Mapping[str, Any] | None = None) -> list[Findin
             found += detect(record, summary)
         except Exception as e:  # one detector's bug must not cost the summary
             log.warning("inductor_perf: advisor %s failed (%s: %s)", detect.__name__, type(e).__name__, e)
+    scaled = unprofiled(summary, record)
+    if scaled is not None:
+        scale, note = scaled
+        for f in found:
+            if f.kind in UNPROFILED_KINDS and f.saving_us_per_step:
+                f.saving_us_per_step = round(f.saving_us_per_step * scale, 3)
+                f.evidence += note
     return ranked(found)
 
 

@@ -1,10 +1,11 @@
 """A trace's step, the unit of every finding's saving: the recorded steps' median (``ProfilerStep#N``),
-else the whole window as one step. Torch-free."""
+else the whole window as one step; and the step without the profiler, which the savings of host-side
+kinds are stated against when the capture measured it (:func:`unprofiled`). Torch-free."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from ..summary.steps import median
 
@@ -53,3 +54,27 @@ def us(x: float) -> str:
     if x >= 1e3:
         return f"{x / 1e3:.3g} ms"
     return f"{x:.3g} µs"
+
+
+UNPROFILED_KINDS = frozenset({"input_wait", "host_bound", "sync", "optimizer"})
+"""The kinds whose saving is host time under the profiler (the host's ops, or the device's idle while the
+host runs them), stated as its share of the un-profiled step (:func:`unprofiled`). Not the kinds whose
+saving is kernel time (``headroom``, ``precision``, ``exposed_comm``, ``memcpy``: a kernel runs as fast
+with the profiler on), nor ``graph_break`` (its model takes the profiler's cost of the ranges in the
+gaps off itself) or ``recompile`` (compile seconds)."""
+
+
+def unprofiled(summary: Any, record: Mapping[str, Any] | None) -> tuple[float, str] | None:
+    """(scale, note) that turns a saving measured under the profiler into one of the run without it,
+    when the trace records the un-profiled step (``unprofiled_step_us``: the env-var capture times the
+    steps between the compile and the profiler's start) and the profiled median step is longer: the
+    profiler slows each op it records (with ``record_shapes``, 2-4x for small eager ops), and a saving is
+    taken to be the same share of either step. None when there is nothing to scale."""
+    got = record.get("unprofiled_step_us") if isinstance(record, Mapping) else None
+    step = Step.of(summary)
+    if not isinstance(got, (int, float)) or got <= 0 or not step.us or got >= step.us:
+        return None
+    n = record.get("unprofiled_steps") if isinstance(record, Mapping) else None
+    which = f"{n} step(s) before the profiler started" if isinstance(n, int) else "steps before the profiler started"
+    return got / step.us, (f" Times above are under the profiler, whose median step took {us(step.us)}; without "
+                           f"it the step took {us(got)} (median of {which}): the saving is its share of that step.")

@@ -11,6 +11,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from typing import Any
 
 import torch
@@ -39,6 +40,9 @@ class AutoCapture:
     With ``skip`` steps to skip and ``record`` to record, the window runs so (n: the step that
     begins at this call):
 
+    - n < skip: no profiler; each step's start time is kept, and the steps between the first (it
+      compiles) and the profiler's give the un-profiled step time the trace records
+      (``unprofiled_step_us``: the advisor's savings are shares of it, docs/advisor.md);
     - n = skip: the profiler starts. This step is its warm-up, traced and then dropped: the first
       ops a profiler sees run several times slower, which would understate the first recorded step.
       With skip 0 there is none (a note says the first step carries the start-up);
@@ -64,6 +68,8 @@ class AutoCapture:
         self.entries: dict[Any, int] = {}
         """Per compile of the root frame, the forward graph each call of it begins with."""
         self.steps_seen = 0
+        self.starts: list[float] = []
+        """perf_counter() at the start of each step before the profiler's (for the un-profiled step time)."""
         self.calls_seen = 0
         self.done = False
         self._hook: Any = None
@@ -104,6 +110,10 @@ class AutoCapture:
 
     def _advance(self, n: int) -> None:
         window, skip, record = self.window, self.skip_steps, self.record_steps
+        if not window.running:
+            self.starts.append(time.perf_counter())
+            if n == max(skip, 1):
+                window.unprofiled_us = unprofiled_steps(self.starts)
         if n == skip and skip >= 1:
             if not window.start():
                 self._finish()
@@ -196,6 +206,12 @@ class AutoCapture:
                         "inductor_perf.profile() there", owner[1])
             return
         self.window.stop(note, align_to_calls=True)
+
+
+def unprofiled_steps(starts: list[float]) -> list[float]:
+    """The durations (µs) of the steps that ran before the profiler started, less the first (it
+    compiles): each from one step's start to the next's, so the last start is the profiler's step."""
+    return [round((b - a) * 1e6, 3) for a, b in zip(starts[1:], starts[2:])]
 
 
 _EVAL_FRAME = os.path.join("torch", "_dynamo", "eval_frame.py")

@@ -29,6 +29,7 @@ import logging
 import os
 import re
 import socket
+import statistics
 import sys
 import tempfile
 import threading
@@ -130,7 +131,8 @@ def _release(base: str) -> None:
 
 
 def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None,
-                  trace: dict | None = None, compile_window: tuple[float, float, bool] | None = None) -> CaptureResult:
+                  trace: dict | None = None, compile_window: tuple[float, float, bool] | None = None,
+                  unprofiled_us: list[float] | None = None) -> CaptureResult:
     """Join, augment, summarize and write one raw Kineto trace (``trace``: the file's events loaded
     and shaped already by the caller). Raises on I/O errors.
 
@@ -139,7 +141,9 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     (:func:`summary.files.summarize_trace`: eager ops costed from their recorded shapes, the device
     read back from the trace), so the summary written here and that of the written file are one.
     The block also records the process's graph breaks and frame compiles (:mod:`.compile_log`;
-    ``compile_window``: :meth:`_Window.compile_window`)."""
+    ``compile_window``: :meth:`_Window.compile_window`), and ``unprofiled_us``'s median as
+    ``unprofiled_step_us`` (with ``unprofiled_steps``, their number): the step without the profiler,
+    which the advisor's savings are stated against (:func:`inductor_perf.advice.per_step.unprofiled`)."""
     from ..advice.advise import attach
     from ..augment.core import augment_trace
     from ..devices.props import RECORD_KEY, device_record
@@ -159,6 +163,9 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     compiled = COMPILE_LOG.record(compile_window)
     if compiled is not None:
         augmented[RECORD_KEY]["compile"] = compiled
+    if unprofiled_us:
+        augmented[RECORD_KEY]["unprofiled_step_us"] = round(statistics.median(unprofiled_us), 3)
+        augmented[RECORD_KEY]["unprofiled_steps"] = len(unprofiled_us)
     costed = summarize_trace(augmented, label=os.path.basename(base))
     augmented, summary = costed.trace, attach(costed.summary)
     if summary.costs_note:  # eager ops costed from their shapes: the written trace carries the costs
@@ -299,6 +306,9 @@ class _Window:
         """Wall-clock (s) times of the recorded steps: the first one's start, the last whole one's
         start and its end (what the compile record's ``in_window`` refers to, :meth:`compile_window`)."""
         self._open_wall = 0.0
+        self.unprofiled_us: list[float] = []
+        """Durations (µs) of whole steps that ran just before the profiler started, without it (the
+        env-var session's warm-up steps after the first): the trace records their median."""
 
     def _fail(self, message: str, *args: Any) -> bool:
         """Warn, and leave a result that says why nothing was written."""
@@ -426,7 +436,8 @@ class _Window:
                 trace, lost = self._shaped(raw, align_to_calls, partial)
                 result = process_trace(raw, base, extra_warnings=self.notes + ([note] if note else []) + lost,
                                        trace=trace,
-                                       compile_window=self.compile_window(align_to_calls))
+                                       compile_window=self.compile_window(align_to_calls),
+                                       unprofiled_us=self.unprofiled_us)
             finally:
                 if os.path.exists(raw):
                     os.unlink(raw)

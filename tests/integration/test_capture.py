@@ -323,6 +323,33 @@ def test_program_ending_inside_the_window_still_writes_it(tmp_path):
     assert any("ended inside the window: 4 of 10 step(s)" in n for n in notes), notes
 
 
+TIMED_SCRIPT = textwrap.dedent('''
+    import json, time, torch, torch.nn as nn
+    m = nn.Linear(8, 8)
+    f = torch.compile(m, backend="inductor_perf")
+    x = torch.randn(4, 8)
+    starts = []
+    for _ in range(7):
+        starts.append(time.perf_counter())  # the script's own clock, at the top of each step
+        f(x).sum().backward()
+        time.sleep(0.03 if len(starts) == 2 else 0.01)  # step 2 (the last before the profiler): 30 ms
+    print("RESULT " + json.dumps({"steps_us": [(b - a) * 1e6 for a, b in zip(starts, starts[1:])]}))
+''')
+
+
+def test_the_trace_records_the_step_without_the_profiler(tmp_path):
+    """SKIP=3: step 1 compiles, step 2 runs without the profiler, step 3 starts it. The trace records
+    step 2's time (``unprofiled_step_us``), which the script times itself from the top of its loop: the
+    two clocks differ only by the Python between the loop's top and the compiled call (< 1 ms)."""
+    _, result = _run(TIMED_SCRIPT, {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "3",
+                                    "INDUCTOR_PERF_STEPS": "2"}, str(tmp_path))
+    (trace,) = glob.glob(str(tmp_path / "*.trace.json.gz"))
+    record = _strict_load_gz(trace)["inductor_perf"]
+    script_step2 = result["steps_us"][1]
+    assert record["unprofiled_steps"] == 1 and script_step2 >= 30e3
+    assert abs(record["unprofiled_step_us"] - script_step2) < 1e3, (record["unprofiled_step_us"], result)
+
+
 def test_two_runs_do_not_clobber(tmp_path):
     env = {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "1", "INDUCTOR_PERF_STEPS": "1"}
     _run(UNWRITABLE_SCRIPT, env, str(tmp_path))

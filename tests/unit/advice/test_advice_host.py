@@ -122,3 +122,25 @@ def test_cpu_optimizer_ops_are_not_headroom_too():
     fused = [f.kind for f in advise(summarize(cpu_optimizer_trace(fused=True, gb=1e-6),
                                               device=lookup("NVIDIA H100 80GB HBM3")))]
     assert "headroom" in fused and "optimizer" not in fused  # fused: the ops are nobody else's finding
+
+
+def test_host_savings_are_shares_of_the_unprofiled_step():
+    """The capture timed the step without the profiler (the record's ``unprofiled_step_us``): steps of 200
+    and 400 µs under it (median 300), 150 µs without. The loader's idle, 200 µs a step (66.67 % of the
+    profiled step), is then 66.67 % of 150 = 100 µs; the share stays, the evidence says why."""
+    record = {"unprofiled_step_us": 150.0, "unprofiled_steps": 1}
+    (f,) = [f for f in advise(summarize({**stepped_loader_trace(), "inductor_perf": record})) if f.kind == "input_wait"]
+    assert f.saving_us_per_step == pytest.approx(200 * 150 / 300, abs=1e-3)
+    assert f.saving_pct_of_step == 66.67
+    assert "without it the step took 150 µs (median of 1 step(s) before the profiler started)" in f.evidence
+
+
+def test_kernel_time_kinds_and_slower_unprofiled_steps_are_left_as_measured():
+    # memcpy is kernel time (a copy runs as fast under the profiler): not scaled; and an un-profiled step
+    # longer than the profiled one (a one-off in it) scales nothing
+    window = 350.0  # gpu_trace() has no steps: its window is the step
+    slower = advise(summarize({**gpu_trace(), "inductor_perf": {"unprofiled_step_us": 2 * window}}))
+    faster = advise(summarize({**gpu_trace(), "inductor_perf": {"unprofiled_step_us": window / 2}}))
+    assert [f.to_dict() for f in slower] == [f.to_dict() for f in advise(summarize(gpu_trace()))]
+    got = {f.kind: f.saving_us_per_step for f in faster}
+    assert got["memcpy"] == 40.0 and got["input_wait"] == 50.0  # 100 µs x 175 / 350
