@@ -543,7 +543,7 @@ def assemble(parts: SummaryParts) -> Summary:
     steps = step_rows(tk.host_events, kernels, totals.kinds, window.start)
     above = above_peak_reason(flops_pct, bandwidth_pct, peak.dtype, roofs, rows)
     util = utilization(totals.flop_groups, profiler_steps(tk.host_events), window.wall, peak.peak_tflops, peak.dtype,
-                       totals.recompute_tagged, above, parts.coverage[0])
+                       totals.recompute_tagged, above, parts.coverage[0], parts.record)
     with_flops(steps, util.steps)
     notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, window.basis)
     notes += roof_notes(roofs, rows)
@@ -580,6 +580,7 @@ def assemble(parts: SummaryParts) -> Summary:
                                    launch_times(tk.host_events, kernels), tk.definition)[:top],
         mfu_pct=util.mfu_pct, hfu_pct=util.hfu_pct, model_flop_per_step=util.model_flop_per_step,
         hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note,
+        mfu_unprofiled_pct=util.mfu_unprofiled_pct,
         signals=advice_signals(tk, window, graph_launches, device, parts.record),
         ops_by_shape=parts.op_shapes.rows(roofs, top) if parts.op_shapes is not None else None)
 

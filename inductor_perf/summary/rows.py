@@ -186,6 +186,9 @@ class Summary:
     hardware_flop_per_step: float | None = None
     mfu_note: str | None = None
     """Why MFU / HFU are unknown, or what they leave out."""
+    mfu_unprofiled_pct: float | None = None
+    """MFU of a step as long as the one the env-var capture timed without the profiler (the trace's
+    ``unprofiled_step_us``): ``model_flop_per_step`` over it x the peak; None when not timed."""
     idle_by_stream: list[Any] = field(default_factory=list)
     """:class:`inductor_perf.summary.idle_split.StreamIdleRow`: each device stream's idle time between
     its kernels split into host wait, launch delay and other, most idle first; empty on CPU traces."""

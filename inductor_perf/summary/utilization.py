@@ -51,6 +51,9 @@ class Utilization:
     model_flop_per_step: float | None = None
     """Mean over the recorded steps of each step's model FLOPs; None without steps."""
     hardware_flop_per_step: float | None = None
+    mfu_unprofiled_pct: float | None = None
+    """MFU of a step as long as the step the capture timed without the profiler (the trace's
+    ``unprofiled_step_us``): ``model_flop_per_step`` over it; None when the trace has none."""
     note: str | None = None
     """Why the figures are unknown, or what they leave out; None when nothing needs saying."""
     steps: list[StepFlops] = field(default_factory=list)
@@ -64,14 +67,15 @@ def _pct(flop: float | None, us: float, peak_tflops: float | None) -> float | No
 
 def utilization(groups: Iterable[FlopGroup], steps: list[Any], wall_us: float, peak_tflops: float | None,
                 peak_dtype: str | None, recompute_tagged: bool, above_reason: str | None = None,
-                costed_pct: float | None = None) -> Utilization:
+                costed_pct: float | None = None, record: Any = None) -> Utilization:
     """:class:`Utilization` of the kernels of ``groups`` (:data:`FlopGroup`) in a window of
     ``wall_us`` and its ``steps`` (the ``ProfilerStep#N`` host events, by start) against
     ``peak_tflops`` (of ``peak_dtype``). ``recompute_tagged``: whether any kernel's recompute is
     known (else model FLOPs include recomputed forward matmuls, and the note says so).
     A figure above 100 % gets its reason in the note: ``above_reason`` (the summary's own, why its
     FLOP/s read above the peak) or, without one, what can cause it. ``costed_pct``: the share of
-    kernel time that carries a cost; below 100 the figures are lower bounds, and the note says so."""
+    kernel time that carries a cost; below 100 the figures are lower bounds, and the note says so.
+    ``record``: the trace's own record; its ``unprofiled_step_us`` gives :attr:`Utilization.mfu_unprofiled_pct`."""
     starts = [s.ts for s in steps]
     n = len(steps)
     model = [0.0] * n
@@ -117,6 +121,9 @@ def utilization(groups: Iterable[FlopGroup], steps: list[Any], wall_us: float, p
     if n and any_model:
         out.model_flop_per_step = six_digits(sum(model) / n)
         out.hardware_flop_per_step = six_digits(sum(hw) / n)
+        bare = record.get("unprofiled_step_us") if isinstance(record, dict) else None
+        if isinstance(bare, (int, float)) and bare > 0 and peak_tflops is not None:
+            out.mfu_unprofiled_pct = _pct(sum(model) / n, bare, peak_tflops)
     if any_model and costed_pct is not None and costed_pct < 99.95:
         low = f"a lower bound: {100 - costed_pct:.1f} % of kernel time carries no cost (its FLOPs are not counted)"
         out.note = f"{out.note}; {low}" if out.note else low

@@ -4,6 +4,8 @@ FLOPs, and unknown (never 0) where a figure cannot be known."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from inductor_perf.summary.core import summarize
@@ -83,3 +85,22 @@ def test_json_keys():
     for key in ("mfu_pct", "hfu_pct", "model_flop_per_step", "hardware_flop_per_step", "mfu_note"):
         assert key in d
     assert {"mfu_pct", "hfu_pct", "model_flop", "hardware_flop"} <= set(d["steps"][0])
+
+
+def test_mfu_of_the_step_without_the_profiler(tmp_path):
+    # steps of 1000 µs under the profiler; the capture timed the step at 400 µs without it. Model FLOPs
+    # per step (2e10 + 4e10) / 2 = 3e10 in 400 µs = 75 TFLOP/s: 75 % of the 100 TFLOP/s peak
+    kernels = (_kernel("gemm_a", 100, 200, kernel_flop=2e10, kernel_matmul_flop=2e10, launch_op="aten::mm"),
+               _kernel("gemm_b", 1100, 300, kernel_flop=4e10, kernel_matmul_flop=4e10, launch_op="aten::mm"))
+    s = summarize({**_trace(*kernels), "inductor_perf": {"unprofiled_step_us": 400.0}}, device=DEVICE,
+                  dtype="bfloat16")
+    assert s.mfu_unprofiled_pct == pytest.approx(75.0)
+    assert s.to_dict()["mfu_unprofiled_pct"] == pytest.approx(75.0)
+    assert summarize(_trace(*kernels), device=DEVICE, dtype="bfloat16").mfu_unprofiled_pct is None
+    from inductor_perf.summary.files import summarize_file
+
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({**_trace(*kernels), "inductor_perf": {"unprofiled_step_us": 400.0}}))
+    for engine in ("full", "stream"):
+        got = summarize_file(str(path), engine=engine, device=DEVICE).summary
+        assert got.mfu_unprofiled_pct == pytest.approx(75.0), engine
