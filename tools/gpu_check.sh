@@ -4,6 +4,7 @@
 #   OUT=/tmp/gpu tools/gpu_check.sh [PHASE ...]     phases: tests zoo ncu bench integration
 #                                                   (default: all, in that order); on demand:
 #                                                   models (transformers on CUDA, tools/gpu_models.py),
+#                                                   advisor (bench/advisor_calibration_gpu.py),
 #                                                   pick (each test of PICK_TESTS), profile
 #                                                   (where a cold compile's time goes)
 #   INTEGRATION_JOBS=8 ... integration              the integration tier, 8 test files at a time
@@ -74,6 +75,12 @@ for phase in "${phases[@]}"; do
       # transformers' GPT-2, Llama, Mixtral (tiny configs, bf16 autocast): tags and matmul FLOPs
       MODELS_TIMEOUT=${MODELS_TIMEOUT:-$(( t / 3 ))} timeout "$t" python3 tools/gpu_models.py "$W/models" ${MODELS_CASES:-} 2>&1 \
         | tee -a "$OUT/digest.txt" ;;
+    advisor)
+      # the advisor's GPU kinds against measured fixes (bench/advisor_calibration_gpu.py: each case
+      # captured with INDUCTOR_PERF_TRACE_DIR in a child process, then timed in paired rounds)
+      mkdir -p "$W/advisor"
+      ADVISOR_CALIBRATION_VERBOSE=1 timeout "$t" python3 bench/advisor_calibration_gpu.py > "$W/advisor/advisor.log" 2>&1
+      tail -40 "$W/advisor/advisor.log" | tee -a "$OUT/digest.txt" ;;
     ncu)
       timeout "$t" python3 tools/gpu_ncu.py "$W/ncu" ${NCU_CASES:-} > "$W/ncu/ncu.log" 2>&1
       tail -60 "$W/ncu/ncu.log" | tee -a "$OUT/digest.txt" ;;
