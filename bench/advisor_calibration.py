@@ -84,6 +84,9 @@ class Case:
     problem: Callable[[], None]
     fixed: Callable[[], None]
     want: Callable[[dict], bool] = lambda f: True
+    sync: Callable[[], None] | None = None
+    """Waits for the device (GPU cases): the rounds then time blocks of steps, each ended by one wait, as
+    a training loop that never waits each step runs (the capture runs the bare steps too)."""
 
 
 def _capture(builder: Callable[[], Case]) -> list[dict]:
@@ -119,16 +122,27 @@ def run_case(builder: Callable[[], Case], rounds: int, per_round: int, warm: int
         c.problem()
         c.fixed()
     findings = _capture(builder)
-    return _result(c.kind, c.case, findings, *_paired(c.problem, c.fixed, rounds, per_round), want=c.want)
+    return _result(c.kind, c.case, findings, *_paired(c.problem, c.fixed, rounds, per_round, c.sync), want=c.want)
 
 
-def _paired(problem: Callable[[], None], fixed: Callable[[], None], rounds: int, per_round: int) -> tuple[float, float]:
-    """Median step time (µs) of each, over ``rounds`` rounds that alternate them, ``per_round`` steps each."""
+def _paired(problem: Callable[[], None], fixed: Callable[[], None], rounds: int, per_round: int,
+            sync: Callable[[], None] | None = None) -> tuple[float, float]:
+    """Median step time (µs) of each, over ``rounds`` rounds that alternate them, ``per_round`` steps each:
+    each step timed alone, or with ``sync`` (a device's wait) each round's steps as one block ended by it,
+    the block's time over its steps one sample."""
     times: dict[int, list[float]] = {0: [], 1: []}
     for r in range(rounds):
         order = (0, 1) if r % 2 == 0 else (1, 0)
         for which in order:
             fn = (problem, fixed)[which]
+            if sync is not None:
+                sync()
+                t = time.perf_counter()
+                for _ in range(per_round):
+                    fn()
+                sync()
+                times[which].append((time.perf_counter() - t) * 1e6 / per_round)
+                continue
             for _ in range(per_round):
                 t = time.perf_counter()
                 fn()

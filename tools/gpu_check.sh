@@ -79,7 +79,7 @@ for phase in "${phases[@]}"; do
       # the advisor's GPU kinds against measured fixes (bench/advisor_calibration_gpu.py: each case
       # captured with INDUCTOR_PERF_TRACE_DIR in a child process, then timed in paired rounds)
       mkdir -p "$W/advisor"
-      ADVISOR_CALIBRATION_VERBOSE=1 timeout "$t" python3 bench/advisor_calibration_gpu.py > "$W/advisor/advisor.log" 2>&1
+      ADVISOR_CALIBRATION_VERBOSE=1 timeout "$t" python3 bench/advisor_calibration_gpu.py ${ADVISOR_CASES:-} > "$W/advisor/advisor.log" 2>&1
       tail -40 "$W/advisor/advisor.log" | tee -a "$OUT/digest.txt" ;;
     ncu)
       timeout "$t" python3 tools/gpu_ncu.py "$W/ncu" ${NCU_CASES:-} > "$W/ncu/ncu.log" 2>&1
