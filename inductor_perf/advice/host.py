@@ -107,15 +107,18 @@ def find_sync(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
     step = Step.of(summary)
     out = []
     for site in sig.syncs:
-        if site.drain_us <= 0:
+        saving = min(site.drain_us, site.host_us)
+        if saving <= 0:
             continue
         where = site.source or "an unknown line"
         out.append(finding(
-            "sync", f"host-device sync at {where} ({site.what}) leaves the device idle "
-            f"{us(step.per_step(site.drain_us))} a step", site.drain_us, step,
+            "sync", f"host-device sync at {where} ({site.what}) holds the host {us(step.per_step(site.host_us))} "
+            f"and leaves the device idle {us(step.per_step(site.drain_us))} a step", saving, step,
             f"{site.count} sync(s) ({site.what}); the host waited {us(step.per_step(site.host_us))} a step and the "
             f"device then sat idle {us(step.per_step(site.drain_us))} a step until the next kernel; step = "
-            f"{step.basis}. Model: without the sync the host launches ahead and the device's queue never drains.",
+            f"{step.basis}. Model: without the sync the step loses the lesser of the two - a device-bound step "
+            "the idle after it (the host launches ahead and the queue never drains), a host-bound step the wait "
+            "(the device idles between launches either way).",
             "keep values on the device inside the step: no .item() / .cpu() / print(tensor) / if tensor: in the "
             "loop (log every N steps), torch.where or masks instead of nonzero / boolean indexing, "
             "non_blocking=True copies", source=site.source))

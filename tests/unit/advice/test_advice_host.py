@@ -27,7 +27,7 @@ def test_gpu_patterns_hand_arithmetic():
     launch, eager = sorted(got["host_bound"], key=lambda f: "reduce-overhead" not in f.fix)
     assert launch.saving_us_per_step == 50.0 and 'mode="reduce-overhead"' in launch.fix
     assert eager.saving_us_per_step == 48.0 and "reduce-overhead" not in eager.fix
-    (sync,) = got["sync"]
+    (sync,) = got["sync"]  # the host waited 52 µs, the device then idled 50: the lesser
     assert sync.saving_us_per_step == 50.0 and sync.source == "train.py:42"
     assert "cudaStreamSynchronize" in sync.title
     assert [f.saving_us_per_step for f in got["memcpy"]] == [40.0]
@@ -100,7 +100,7 @@ def test_saving_above_the_median_step_is_a_share_of_the_mean_step():
 
 def test_sync_without_python_stack_takes_the_compiled_kernels_source():
     # no python stack events: the sync at 20..30 waits for k1 (0..25), tagged model.py:9; the device is
-    # idle 25..60 until k2: 35 µs
+    # idle 25..60 until k2 (35 µs), the host waited 10 µs: the saving is the lesser, 10 µs
     from advice_traces import HOST, ev, kernel
 
     trace = {"traceEvents": [
@@ -108,7 +108,7 @@ def test_sync_without_python_stack_takes_the_compiled_kernels_source():
         ev("cudaDeviceSynchronize", "cuda_runtime", 20, 10, HOST),
         kernel("triton_poi_fused_1", 60, 10, source="model.py:11")]}
     (f,) = [f for f in advise(summarize(trace)) if f.kind == "sync"]
-    assert f.source == "model.py:9" and f.saving_us_per_step == 35.0
+    assert f.source == "model.py:9" and f.saving_us_per_step == 10.0
 
 
 def test_cpu_optimizer_ops_are_not_headroom_too():
@@ -144,3 +144,17 @@ def test_kernel_time_kinds_and_slower_unprofiled_steps_are_left_as_measured():
     assert [f.to_dict() for f in slower] == [f.to_dict() for f in advise(summarize(gpu_trace()))]
     got = {f.kind: f.saving_us_per_step for f in faster}
     assert got["memcpy"] == 40.0 and got["input_wait"] == 50.0  # 100 µs x 175 / 350
+
+
+def test_a_sync_saves_the_lesser_of_the_hosts_wait_and_the_devices_idle():
+    """Device-bound: the sync (10..110) waits 100 µs for k1 (0..110); the host then launches k2 at 120:
+    the device idles 110..120, 10 µs, what the step loses. Host-bound: the sync (100..102) finds the
+    device done since 60 and waits 2 µs; the device idles 60..300 between launches either way."""
+    from advice_traces import HOST, ev, kernel
+
+    device_bound = {"traceEvents": [kernel("k1", 0, 110), ev("cudaStreamSynchronize", "cuda_runtime", 10, 100, HOST),
+                                    kernel("k2", 120, 50)]}
+    host_bound = {"traceEvents": [kernel("k1", 0, 60), ev("cudaStreamSynchronize", "cuda_runtime", 100, 2, HOST),
+                                  kernel("k2", 300, 10)]}
+    assert [f.saving_us_per_step for f in advise(summarize(device_bound)) if f.kind == "sync"] == [10.0]
+    assert [f.saving_us_per_step for f in advise(summarize(host_bound)) if f.kind == "sync"] == [2.0]
