@@ -41,7 +41,7 @@ class AutoCapture:
     begins at this call):
 
     - n < skip: no profiler; each step's start time is kept, and the steps between the first (it
-      compiles) and the profiler's give the un-profiled step time the trace records
+      compiles) and the profiler's that compiled no graph give the un-profiled step time the trace records
       (``unprofiled_step_us``: the advisor's savings are shares of it, docs/advisor.md);
     - n = skip: the profiler starts. This step is its warm-up, traced and then dropped: the first
       ops a profiler sees run several times slower, which would understate the first recorded step.
@@ -68,8 +68,9 @@ class AutoCapture:
         self.entries: dict[Any, int] = {}
         """Per compile of the root frame, the forward graph each call of it begins with."""
         self.steps_seen = 0
-        self.starts: list[float] = []
-        """perf_counter() at the start of each step before the profiler's (for the un-profiled step time)."""
+        self.starts: list[tuple[float, int]] = []
+        """(perf_counter(), graphs compiled so far) at the start of each step before the profiler's (for
+        the un-profiled step time, from the steps that compiled nothing)."""
         self.calls_seen = 0
         self.done = False
         self._hook: Any = None
@@ -111,7 +112,7 @@ class AutoCapture:
     def _advance(self, n: int) -> None:
         window, skip, record = self.window, self.skip_steps, self.record_steps
         if not window.running:
-            self.starts.append(time.perf_counter())
+            self.starts.append((time.perf_counter(), REGISTRY.issued()))
             if n == max(skip, 1):
                 window.unprofiled_us = unprofiled_steps(self.starts)
         if n == skip and skip >= 1:
@@ -208,10 +209,11 @@ class AutoCapture:
         self.window.stop(note, align_to_calls=True)
 
 
-def unprofiled_steps(starts: list[float]) -> list[float]:
-    """The durations (µs) of the steps that ran before the profiler started, less the first (it
-    compiles): each from one step's start to the next's, so the last start is the profiler's step."""
-    return [round((b - a) * 1e6, 3) for a, b in zip(starts[1:], starts[2:])]
+def unprofiled_steps(starts: list[tuple[float, int]]) -> list[float]:
+    """The durations (µs) of the steps that ran before the profiler started and compiled nothing: each
+    from one step's start to the next's (``starts``: (time in s, graphs compiled so far) at each step's
+    start; the last one is the profiler's step). The first step is always left out (it compiles)."""
+    return [round((b - a) * 1e6, 3) for (a, n), (b, m) in zip(starts[1:], starts[2:]) if m == n]
 
 
 _EVAL_FRAME = os.path.join("torch", "_dynamo", "eval_frame.py")

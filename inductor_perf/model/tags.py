@@ -457,6 +457,11 @@ class TagRegistry:
             self._next_id += 1
             return self._next_id
 
+    def issued(self) -> int:
+        """How many instance ids were handed out: one more at every graph compiled (cache hits too)."""
+        with self._lock:
+            return self._next_id
+
     def add(self, graph: GraphTags, device_override: Any = None) -> None:
         """Record ``graph``; ``device_override`` is the ``inductor_perf.device`` option it was
         compiled with (a dict or file path; the capture of its calls uses those peaks)."""

@@ -246,7 +246,7 @@ def _mfu_text(d: dict[str, Any]) -> str:
         per = (f"; per step {fmt_flop(d['model_flop_per_step'])} model, "
                f"{fmt_flop(d.get('hardware_flop_per_step'))} executed")
     if d.get("mfu_unprofiled_pct") is not None:
-        per += f"; {_na_pct(d['mfu_unprofiled_pct'])} MFU in the step as long as without the profiler"
+        per += f"; MFU {_na_pct(d['mfu_unprofiled_pct'])} over the step the capture timed without the profiler"
     return (f"{_na_pct(d['mfu_pct'])}, HFU {_na_pct(d.get('hfu_pct'))}  (of {fmt_tflops(d['peak']['peak_tflops'])} "
             f"{d['peak']['dtype'] or ''} over the window{per}{'; ' + note if note else ''})")
 
