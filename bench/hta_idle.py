@@ -7,7 +7,7 @@ symlinks to the traces (HTA loads a directory, one file per rank, the rank from 
 and is loaded twice: with HTA's default ``include_last_profiler_step=False`` (it drops the kernels
 launched in the last ProfilerStep) and with ``True`` (the whole trace, as our table counts).
 
-    python bench/hta_idle.py                 # rewrite tests/fixtures/hta_idle_breakdown.json
+    python bench/hta_idle.py                 # rewrite tests/fixtures/hta/idle_breakdown.json
     python bench/hta_idle.py --table         # and print the comparison table with ours (docs/summary.md)
 
 The real traces are read in place from ../shared/traces (or $INDUCTOR_PERF_SHARED_TRACES), the H100
@@ -30,7 +30,7 @@ sys.path.insert(0, HERE)
 import bench_hta  # noqa: E402
 
 TRACES = os.environ.get("INDUCTOR_PERF_SHARED_TRACES", os.path.join(ROOT, "..", "shared", "traces"))
-FIXTURE = os.path.join(ROOT, "tests", "fixtures", "hta_idle_breakdown.json")
+FIXTURE = os.path.join(ROOT, "tests", "fixtures", "hta", "idle_breakdown.json")
 BASES = {"shared": TRACES, "fixtures": os.path.join(ROOT, "tests", "fixtures")}
 """Where a set's files are: the shared real traces (read in place), or this repo's H100 captures."""
 SETS = {

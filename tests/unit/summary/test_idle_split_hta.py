@@ -2,7 +2,7 @@
 ``get_idle_time_breakdown`` on the shared real GPU traces (../shared/traces, read in place) and on
 the H100 captures of tests/fixtures/gpu (a CUDA-graph replay among them).
 
-The expected figures are HTA's: tests/fixtures/hta_idle_breakdown.json, made by bench/hta_idle.py
+The expected figures are HTA's: tests/fixtures/hta/idle_breakdown.json, made by bench/hta_idle.py
 (HTA 0.5.0 in its own venv; the fixture says the exact call). Where HTA and we count the same thing,
 the figures must be equal to HTA's rounding (0.01 µs). Where we differ on purpose (docs/summary.md
 "Checked against HTA"), the test rebuilds what HTA counts from the raw trace and checks that our
@@ -31,11 +31,11 @@ from inductor_perf.summary.files import summarize_file
 from inductor_perf.summary.idle_split import launch_times, stream_idle
 from inductor_perf.summary.kernels import DEF_GPU, ParsedEvent
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "hta_idle_breakdown.json"
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "hta" / "idle_breakdown.json"
 TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES",
                              Path(__file__).resolve().parents[3] / ".." / "shared" / "traces"))
 HTA = json.loads(FIXTURE.read_text(encoding="utf-8"))
-BASES = {"shared": TRACES, "fixtures": FIXTURE.parent}
+BASES = {"shared": TRACES, "fixtures": FIXTURE.parent.parent}
 RANKS = [(name, int(rank), (s["base"], f)) for name, s in HTA["sets"].items() for rank, f in s["ranks"].items()]
 IDS = [f"{name}-r{rank}" for name, rank, _ in RANKS]
 ABS = 0.011  # HTA rounds each category to 0.01 µs
