@@ -9,11 +9,16 @@ launch (the start of the runtime call with its correlation id):
 - **launch_delay**: otherwise, a gap shorter than :data:`LAUNCH_DELAY_US`: the device's own
   kernel-to-kernel launch overhead;
 - **other**: a longer gap of a kernel queued before the stream went idle (it waited on an event,
-  another stream, a copy), or of a kernel with no launch call in the trace (a CUDA-graph replay, a
-  lost correlation id).
+  another stream, a copy), or of a kernel with no launch call in the trace (a lost correlation id;
+  a CUDA-graph replay's kernels carry the ``cudaGraphLaunch``'s).
 
 These are HolisticTraceAnalysis's ``host_wait``, ``kernel_wait`` and ``other`` (its
-``get_idle_time_breakdown``, with its default threshold of 30 ns), computed from the same events.
+``get_idle_time_breakdown``, with its default threshold as documented, 30 ns), computed from the same
+events, and checked against HTA 0.5.0 itself (tests/unit/summary/test_idle_split_hta.py). We differ
+on purpose where HTA applies the 30 as µs, drops the kernels without a launch call (and, by default,
+those of the last ProfilerStep), and takes a gap from the previous kernel's end even when kernels
+overlap; docs/summary.md "Checked against HTA" says by how much.
+
 Only a GPU trace has launch calls: a CPU trace's kernels are run by the thread that calls them,
 and it has no rows. Pure and torch-free; both summary engines give :func:`launch_times`' map.
 """

@@ -67,3 +67,15 @@ def test_cpu_trace_has_no_rows():
     cpu = {"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 0, "dur": 10, "pid": 1, "tid": 1},
                            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 20, "dur": 10, "pid": 1, "tid": 1}]}
     assert summarize(cpu).idle_by_stream == []
+
+
+def test_gap_counts_from_the_latest_end_so_far():
+    # Stream 0/7: k1 [0, 100]; k2 [10, 20] runs inside it; k3 (launched at 5) starts at 50 while k1
+    # still runs: no idle (a gap taken from the previous kernel's end, k2's 20, as HTA does, would be
+    # 30 µs); k3 ends at 110; k4, launched at 120 after the stream went idle, starts at 130: 20 µs of
+    # host wait from the latest end so far. Idle: 20 µs, all host wait; span [0, 135].
+    trace = {"traceEvents": [_launch(1, -5), _kernel(1, 0, 100), _launch(2, -3), _kernel(2, 10, 10),
+                             _launch(3, 5), _kernel(3, 50, 60), _launch(4, 120), _kernel(4, 130, 5)]}
+    s = _by_stream(summarize(trace).to_dict())["0/7"]
+    assert s["idle_us"] == pytest.approx(20) and s["host_wait_us"] == pytest.approx(20)
+    assert s["span_us"] == pytest.approx(135)
