@@ -315,7 +315,7 @@ def _stream_idle_table(d: dict[str, Any]) -> _Table:
     return ("Idle time by stream (between its kernels, by what it waited for)",
             ["Stream", "Kernels", "Idle", "Host wait", "Launch delay", "Other"], rows, list("lrrrrr"), [],
             "Host wait = the next kernel's launch call began after the stream went idle; Launch delay = "
-            "a gap under 30 ns (launch overhead); Other = queued, yet waiting (an event, another stream), "
+            "a gap under 30 µs (launch overhead); Other = queued, yet waiting (an event, another stream), "
             "or no launch call in the trace; shares of the stream's idle time")
 
 

@@ -6,18 +6,19 @@ launch (the start of the runtime call with its correlation id):
 
 - **host_wait**: the launch call began after the stream had gone idle: the host had not asked for
   the kernel yet (the host is the bottleneck: Python, the dispatcher, a data loader, a sync);
-- **launch_delay**: otherwise, a gap shorter than :data:`LAUNCH_DELAY_US`: the device's own
-  kernel-to-kernel launch overhead;
-- **other**: a longer gap of a kernel queued before the stream went idle (it waited on an event,
-  another stream, a copy), or of a kernel with no launch call in the trace (a lost correlation id;
-  a CUDA-graph replay's kernels carry the ``cudaGraphLaunch``'s).
+- **launch_delay**: otherwise (the kernel was queued before the stream went idle, or has no launch
+  call in the trace: a lost correlation id), a gap shorter than :data:`LAUNCH_DELAY_US`: the device's
+  own kernel-to-kernel launch overhead;
+- **other**: such a gap of :data:`LAUNCH_DELAY_US` or more (it waited on an event, another stream, a
+  copy). A CUDA-graph replay's kernels carry the ``cudaGraphLaunch``'s correlation id.
 
 These are HolisticTraceAnalysis's ``host_wait``, ``kernel_wait`` and ``other`` (its
-``get_idle_time_breakdown``, with its default threshold as documented, 30 ns), computed from the same
-events, and checked against HTA 0.5.0 itself (tests/unit/summary/test_idle_split_hta.py). We differ
-on purpose where HTA applies the 30 as µs, drops the kernels without a launch call (and, by default,
-those of the last ProfilerStep), and takes a gap from the previous kernel's end even when kernels
-overlap; docs/summary.md "Checked against HTA" says by how much.
+``get_idle_time_breakdown`` with its default threshold, ``consecutive_kernel_delay=30``, which HTA
+documents as 30 ns and applies to gaps in µs: 30 µs, what it reports and what we use), computed from
+the same events, and checked against HTA 0.5.0 itself (tests/unit/summary/test_idle_split_hta.py).
+We differ on purpose where HTA drops the kernels without a launch call (and, by default, those of the
+last ProfilerStep), and takes a gap from the previous kernel's end even when kernels overlap;
+docs/summary.md "Checked against HTA" says by how much.
 
 Only a GPU trace has launch calls: a CPU trace's kernels are run by the thread that calls them,
 and it has no rows. Pure and torch-free; both summary engines give :func:`launch_times`' map.
@@ -33,9 +34,10 @@ from ..model import events as evs
 from .kernels import DEF_GPU, ParsedEvent, _hashable
 from .rows import percent, rounded
 
-LAUNCH_DELAY_US = 0.03
-"""Gaps shorter than this (30 ns, HTA's ``consecutive_kernel_delay`` default) between a queued
-kernel and the one before it are launch overhead."""
+LAUNCH_DELAY_US = 30.0
+"""Gaps shorter than this between a queued kernel and the one before it are launch overhead: HTA's
+``consecutive_kernel_delay`` default as HTA applies it (30, compared with gaps in µs; its docstring
+says ns, which no queued kernel of a real trace ever starts within)."""
 
 CAUSES = ("host_wait", "launch_delay", "other")
 _START = attrgetter("ts")

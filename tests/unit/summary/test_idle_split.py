@@ -22,16 +22,17 @@ def _kernel(corr: int | None, ts: float, dur: float, tid: int = 7) -> dict:
     return {"ph": "X", "cat": "kernel", "name": f"k{corr}", "ts": ts, "dur": dur, "pid": 0, "tid": tid, "args": args}
 
 
-# Stream 0/7: k1 [0, 10]; k2 launched at 5, before k1 ends, starts at 10.02: a 0.02 µs gap under the
-# 0.03 µs threshold (launch delay); k3 launched at 20, after k2 ends at 15, starts at 25: 10 µs of
-# host wait; k4 launched at 22, before k3 ends at 30, starts at 40: 10 µs of other (queued, waiting);
-# k5 has no launch call and starts 5 µs after k4 ends at 45: other. Stream 0/8: one kernel, no gap.
+# Stream 0/7: k1 [0, 10]; k2 launched at 5, before k1 ends, starts at 30: a 20 µs gap under the
+# 30 µs threshold (launch delay); k3 launched at 40, after k2 ends at 35, starts at 45: 10 µs of host
+# wait (35 to 45); k4 launched at 42, before k3 ends at 50, starts at 100: 50 µs, over the threshold: other
+# (queued, waiting); k5 has no launch call and starts 35 µs after k4 ends at 105, over the threshold:
+# other. Stream 0/8: one kernel, no gap. Idle of 0/7: 20 + 10 + 50 + 35 = 115 µs over its span [0, 145].
 TRACE = {"traceEvents": [
     _launch(1, -5), _kernel(1, 0, 10),
-    _launch(2, 5), _kernel(2, 10.02, 4.98),
-    _launch(3, 20), _kernel(3, 25, 5),
-    _launch(4, 22), _kernel(4, 40, 5),
-    _kernel(None, 50, 5),
+    _launch(2, 5), _kernel(2, 30, 5),
+    _launch(3, 40), _kernel(3, 45, 5),
+    _launch(4, 42), _kernel(4, 100, 5),
+    _kernel(None, 140, 5),
     _launch(6, 1), _kernel(6, 3, 4, tid=8),
 ]}
 
@@ -43,12 +44,12 @@ def _by_stream(d: dict) -> dict:
 def test_gaps_filed_by_launch_time():
     rows = _by_stream(summarize(TRACE).to_dict())
     s = rows["0/7"]
-    assert s["kernels"] == 5 and s["span_us"] == pytest.approx(55)
+    assert s["kernels"] == 5 and s["span_us"] == pytest.approx(145)
     assert s["host_wait_us"] == pytest.approx(10)
-    assert s["launch_delay_us"] == pytest.approx(0.02)
-    assert s["other_us"] == pytest.approx(15)
-    assert s["idle_us"] == pytest.approx(25.02)
-    assert s["host_wait_pct"] == pytest.approx(100 * 10 / 25.02, abs=1e-3)
+    assert s["launch_delay_us"] == pytest.approx(20)
+    assert s["other_us"] == pytest.approx(85)
+    assert s["idle_us"] == pytest.approx(115)
+    assert s["host_wait_pct"] == pytest.approx(100 * 10 / 115, abs=1e-3)
     assert s["host_wait_pct"] + s["launch_delay_pct"] + s["other_pct"] == pytest.approx(100, abs=1e-2)
     assert rows["0/8"]["idle_us"] == 0 and rows["0/8"]["host_wait_pct"] is None  # no gap: no shares
     assert list(rows) == ["0/7", "0/8"]  # most idle first
