@@ -38,6 +38,7 @@ from ..model import events as evs
 from ..model.event_cost import BUS_FACTORS
 from ..model.kernel_kinds import KIND_COLLECTIVE
 from ..summary.rows import Summary, six_digits, percent, rounded
+from .findings import FindingRow, findings_note, findings_section
 
 STRAGGLER_MIN_PCT = 5.0
 """The least lead (% of the median step) at which the rank with the least collective time is named."""
@@ -60,6 +61,8 @@ class RankInput:
     rank: int | None = None
     rank_source: str | None = None
     """``distributedInfo`` or ``file name``."""
+    findings: list[dict[str, Any]] | None = None
+    """Its advisor's findings (JSON form, :mod:`inductor_perf.ranks.findings`); None: not read."""
 
 
 @dataclass
@@ -139,6 +142,12 @@ class CrossRankSummary:
     notes: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     """Files not summarized: ``{"file", "reason"}`` (unreadable, another run, no rank)."""
+    findings: list[FindingRow] = field(default_factory=list)
+    """What to fix first, across ranks (:mod:`inductor_perf.ranks.findings`), largest saving first."""
+    findings_read: list[int] = field(default_factory=list)
+    """The ranks whose own findings were read (the others were streamed as light summaries)."""
+    findings_note: str = ""
+    """How the findings were merged and ranked, and whose were not read."""
 
     def to_dict(self) -> dict[str, Any]:
         return evs.strict_json(asdict(self))
@@ -414,11 +423,14 @@ def cross_rank(inputs: list[RankInput], unreadable: list[dict[str, str]] | None 
     notes = _consistency_notes(kept, skipped, world, missing)
     if not per_step and kept:
         notes.append("times are per capture window: not every rank's trace has ProfilerStep#N ranges")
+    per = "step" if per_step else "window"
+    own = [(i.rank, i.findings) for i in kept]
     return CrossRankSummary(
-        per="step" if per_step else "window", world_size=world, backend=backend, ranks_present=present,  # type: ignore[arg-type]
+        per=per, world_size=world, backend=backend, ranks_present=present,  # type: ignore[arg-type]
         missing_ranks=missing, ranks=[rows[r] for r in present], kernels=_kernel_spread(kept, rows),  # type: ignore[index]
         collectives=_collectives(kept, rows, world), straggler=straggler, straggler_note=note, notes=notes,  # type: ignore[arg-type]
-        skipped=skipped)
+        skipped=skipped, findings=findings_section(own, [rows[r] for r in present], per),  # type: ignore[arg-type,index]
+        findings_read=[r for r, f in own if f is not None], findings_note=findings_note(own, per) if kept else "")  # type: ignore[misc]
 
 
 # --- A folder of traces that are not all ranks of one job ----------------------------------------------
