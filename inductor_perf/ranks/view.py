@@ -19,6 +19,9 @@ module and source line) and idle time (by host activity) minus the other ranks' 
 **Wait time** in a collective op on a rank: its time in that op beyond the least any rank spent in
 it (per step); given when every rank ran the op as many times.
 
+**What to fix first.** The ranks' own advisor findings merged across ranks, and the job's
+``exposed_comm`` from the per-rank table: :mod:`inductor_perf.ranks.findings`.
+
 **Which ranks go together.** A folder may hold several runs. Ranks are grouped by world size and
 backend (the largest group is kept), then by capture time (window starts on the epoch clock, else
 our file names' ``YYYYMMDD-HHMMSS`` stamps; runs more than :data:`RUN_GAP_S` apart are separate);
