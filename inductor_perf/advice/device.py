@@ -137,9 +137,9 @@ def find_job_exposed_comm(ranks: Sequence[Any], per: str = "step") -> Finding | 
                  f"rank {worst.rank} ({us(worst.exposed_comm_us)}); their median excess over rank {last.rank}, "
                  f"{us(max(theirs - saving, 0.0))}, is waiting for it to arrive: its lateness (the straggler section "
                  "says where its time goes), which overlap on those ranks would not remove.")
-    evidence = (f"rank {last.rank} spends the least time in collectives ({us(last.comm_us)} a {per}), so it is the last to "
-                f"arrive at them and waits for no other rank; {us(saving)} a {per} of its collective time has no compute "
-                f"kernel beside it; {per} = the median over the {len(ranks)} ranks ({us(step)}).{waits} Model: a "
+    evidence = (f"rank {last.rank} spends the least time in collectives ({us(last.comm_us)} a {per}), so it is the "
+                f"last to arrive at them and waits for no other rank; {us(saving)} a {per} of its collective time has "
+                f"no compute kernel beside it; {per} = the median over the {len(ranks)} ranks ({us(step)}).{waits} Model: a "
                 "synchronous job's step is as slow as its slowest rank, and a collective ends on every rank once the "
                 "last rank arrives, so the last rank's exposed collective time is what the job loses to "
                 "communication; collectives fully overlapped with compute take it off the step (an upper bound: "

@@ -145,13 +145,13 @@ def findings_note(per_rank: list[tuple[int, list[dict[str, Any]] | None]], per: 
     """What the section covers: whose findings were read, and how the median and max are taken."""
     read = [r for r, f in per_rank if f is not None]
     unread = [r for r, f in per_rank if f is None]
-    note = (f"savings per {per}; a row merges one finding of the ranks' own advisors (same kind, source and title "
-            f"but its numbers): Ranks = how many of the {len(read)} ranks whose findings were read have it; median and "
-            "max over those with a per-step saving (a rank without the finding is not counted, not taken as 0); "
-            "ranked by the median (a typical rank's saving, which one slow rank does not inflate); exposed_comm "
-            "is the job's: the exposed collective time of the rank that arrives last (docs/ranks.md)")
+    note = (f"savings per {per}; a row merges one finding of the ranks' own advisors (same kind, source and "
+            f"title but its numbers); k of {len(read)} ranks: how many of the ranks whose findings were read have "
+            "it; median and max over those with a per-step saving (a rank without the finding is not counted, not "
+            "taken as 0); ranked by the median (a typical rank's saving, which one slow rank does not inflate); "
+            "exposed_comm is the job's: the exposed collective time of the rank that arrives last (docs/ranks.md)")
     if unread:
-        note += (f"; the findings of {len(unread)} rank(s) were not read ({', '.join(map(str, unread))}): a streamed "
-                 "trace gets the light summary, which lacks what the advisor reads; only the job's exposed_comm "
-                 "covers them")
+        note += (f"; the findings of {len(unread)} rank(s) were not read (ranks {', '.join(map(str, unread))}): "
+                 "a streamed trace gets the light summary, which lacks what the advisor reads; only the job's "
+                 "exposed_comm covers them")
     return note

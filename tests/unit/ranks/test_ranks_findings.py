@@ -93,7 +93,7 @@ def test_a_rank_whose_findings_were_not_read(tmp_path):
     digests = [digest(f) for f in files]
     digests[1].findings = None  # as a light digest's
     v = view_of(digests).to_dict()
-    assert v["findings_read"] == [0, 2] and "the findings of 1 rank(s) were not read (1)" in v["findings_note"]
+    assert v["findings_read"] == [0, 2] and "the findings of 1 rank(s) were not read (ranks 1)" in v["findings_note"]
     hb = _rows(v)["host_bound"]
     # rank 0's 200 µs alone
     assert (hb["ranks"], hb["median_saving_us"], hb["max_saving_us"], hb["worst_rank"]) == ([0], 200, 200, 0)

@@ -118,7 +118,7 @@ def test_cross_rank_files_light_equals_full(generated_ranks, monkeypatch):
     # placements): a light rank's are not read, and the view says so; the rest of the view is the same,
     # the job's exposed_comm row (from the per-rank table) included
     assert light["findings_read"] == [] and full["findings_read"] == [0, 1, 2]
-    assert "were not read (0, 1, 2)" in light["findings_note"] and "not read" not in full["findings_note"]
+    assert "were not read (ranks 0, 1, 2)" in light["findings_note"] and "not read" not in full["findings_note"]
     job = [f for f in full["findings"] if f["scope"] == "job"]
     assert light["findings"] == job and len(job) == 1
     drop = ("findings", "findings_read", "findings_note")
