@@ -165,3 +165,22 @@ def test_shared_two_gpu_ranks_findings():
     # ranked by the row's saving, largest first
     key = [f["job_saving_us"] if f["scope"] == "job" else f["median_saving_us"] for f in v["findings"]]
     assert key == sorted(key, reverse=True)
+
+
+def test_no_collectives_no_job_row_and_per_window(tmp_path):
+    # no ProfilerStep (per window) and no collective: rank r runs a GEMM 100-400 and another 500-600+100r,
+    # so its kernels' window is 500 + 100r µs with a 100 µs gap in it (the device idle while the host
+    # runs the model eagerly: host_bound 100 µs on both ranks), and no exposed_comm row at all
+    files = []
+    for r in range(2):
+        t = rank_trace(r, [kernel(GEMM, 100, 300), kernel(GEMM, 500, 100 + 100 * r)])
+        t["traceEvents"] = t["traceEvents"][1:]
+        files.append(write(tmp_path / f"w_rank{r}.json.gz", t))
+    v = cross_rank_files(files, workers=1).to_dict()
+    assert v["per"] == "window" and all(r["comm_us"] == 0 for r in v["ranks"])
+    assert [f["kind"] for f in v["findings"]] == ["host_bound"]
+    hb = v["findings"][0]
+    assert (hb["ranks"], hb["median_saving_us"], hb["max_saving_us"]) == ([0, 1], 100, 100)
+    # windows of 500 and 600 µs: median 550; 100 / 550 = 18.182 %
+    assert hb["saving_pct_of_step"] == pytest.approx(18.182)
+    assert "median 100 µs/window" in format_ranks(v, "text")
