@@ -4,7 +4,8 @@ path, collectives compute does not hide (docs/advisor.md). Each detector is
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+import statistics
+from typing import Any, Mapping, Sequence
 
 from ..model.kernel_kinds import KIND_COLLECTIVE, KIND_MEMCPY, KIND_MEMSET
 from .finding import Finding
@@ -18,6 +19,8 @@ HEADROOM_LINES = 3
 FAST_PATH_RATIO = 1.5
 """A tf32 / bf16 matmul roof at least this many times float32's is a faster path."""
 _NOT_COMPUTE = (KIND_MEMCPY, KIND_MEMSET, KIND_COLLECTIVE)
+COMM_FIX = ("overlap communication with compute: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP "
+            "forward/backward prefetch, async collectives issued early; or fewer, larger collectives")
 
 
 def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
@@ -100,6 +103,48 @@ def find_exposed_comm(record: Mapping[str, Any] | None, summary: Any) -> list[Fi
         exposed, step,
         f"collectives {us(step.per_step(comm.comm_us))} a step, {us(step.per_step(exposed))} of it exposed "
         f"(no compute kernel running); step = {step.basis}. Model: collectives fully overlapped with compute "
-        "(the cross-rank view, inductor-perf summary DIR, shows which rank the others wait for).",
-        "overlap communication with compute: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP "
-        "forward/backward prefetch, async collectives issued early; or fewer, larger collectives")]
+        "on this rank; part of it may be waiting for a later rank (the cross-rank view, inductor-perf summary DIR, "
+        "gives what the job loses: the exposed time of the rank the others wait for).",
+        COMM_FIX)]
+
+
+def find_job_exposed_comm(ranks: Sequence[Any], per: str = "step") -> Finding | None:
+    """The cross-rank ``exposed_comm``: what a synchronous job loses per ``per`` (``step`` or ``window``)
+    to collectives no compute hides, from the cross-rank view's rows (each with ``rank``, ``step_us``,
+    ``comm_us``, ``exposed_comm_us``, per ``per``); None when no rank ran collectives or nothing is exposed.
+
+    The model (docs/advisor.md): the job's step is as slow as its slowest rank, and a collective ends on
+    every rank once the last rank has arrived. The rank that arrives last, the one with the least
+    collective time (:func:`inductor_perf.ranks.view.find_straggler`'s candidate), waits for no one: its
+    exposed collective time is the transfer no compute hides, which overlap takes off the job's step.
+    The other ranks' exposed time beyond it is waiting for that rank: its lateness, which overlapping
+    their communication would not remove."""
+    with_comm = [r for r in ranks if r.comm_us > 0]
+    if not with_comm:
+        return None
+    last = min(with_comm, key=lambda r: (r.comm_us, r.rank))
+    saving = last.exposed_comm_us
+    if saving <= 0:
+        return None
+    step = statistics.median(r.step_us for r in ranks)
+    pct = round(100.0 * saving / step, 3) if step else None
+    others = [r for r in with_comm if r is not last]
+    waits = ""
+    if others:
+        worst = max(others, key=lambda r: (r.exposed_comm_us, -r.rank))
+        theirs = statistics.median(r.exposed_comm_us for r in others)
+        waits = (f" The {len(others)} other rank(s) with collectives: median {us(theirs)} exposed a {per}, most on "
+                 f"rank {worst.rank} ({us(worst.exposed_comm_us)}); their median excess over rank {last.rank}, "
+                 f"{us(max(theirs - saving, 0.0))}, is waiting for it to arrive: its lateness (the straggler section "
+                 "says where its time goes), which overlap on those ranks would not remove.")
+    evidence = (f"rank {last.rank} spends the least time in collectives ({us(last.comm_us)} a {per}), so it is the "
+                f"last to arrive at them and waits for no other rank; {us(saving)} a {per} of its collective time has "
+                f"no compute kernel beside it; {per} = the median over the {len(ranks)} ranks ({us(step)}).{waits} Model: a "
+                "synchronous job's step is as slow as its slowest rank, and a collective ends on every rank once the "
+                "last rank arrives, so the last rank's exposed collective time is what the job loses to "
+                "communication; collectives fully overlapped with compute take it off the step (an upper bound: "
+                "a collective cannot overlap the compute it waits for).")
+    return Finding(
+        kind="exposed_comm", title=f"the job loses {us(saving)} a {per} to collectives no compute hides (on rank "
+        f"{last.rank}, the last to arrive at them)", source=None, module=None, saving_us_per_step=round(saving, 3),
+        saving_pct_of_step=pct, one_time_s=None, evidence=evidence, fix=COMM_FIX)

@@ -3,7 +3,8 @@
 **Map** (:func:`digest`): one trace path (local, or an fsspec URL such as ``s3://bucket/run/rank3.json.gz``)
 -> a :class:`Digest`, everything the view reads of that rank: its light summary
 (:mod:`inductor_perf.summary.light`; a trace small enough to be loaded whole gets the full summary,
-the same values in those fields), or why it could not be read. A pure function of the path: it
+the same values in those fields) and, from a full summary, its advisor's ranked findings (their JSON
+dicts, :func:`rank_findings`), or why it could not be read. A pure function of the path: it
 reads one file, in bounded memory (the streaming engine's bound for a large trace), and keeps no
 state, so any ``concurrent.futures.Executor`` can run it on any machine that sees the file
 (:mod:`inductor_perf.ranks.executors`). A digest holds no event; it pickles to a few kB per kernel
@@ -37,6 +38,20 @@ class Digest:
     """Why there is no summary: the reader's one-line message."""
     reason: str = "unreadable"
     """How it was lost: ``unreadable`` (the file), or ``worker died`` / ``failed`` (where it ran)."""
+    findings: list[dict[str, Any]] | None = None
+    """The rank's ranked findings, their JSON form (:func:`inductor_perf.advice.advise.attach`); None when
+    not read: no summary, or a light one (it lacks what the advisor reads)."""
+
+
+def rank_findings(summary: Any) -> list[dict[str, Any]] | None:
+    """The findings of one rank's summary, as the summary path gives them
+    (:func:`inductor_perf.advice.advise.attach`); None for a light summary."""
+    from ..advice.advise import attach
+    from ..summary.light import LIGHT_NOTE
+
+    if LIGHT_NOTE in (summary.notes or ()):
+        return None
+    return attach(summary).findings
 
 
 def digest(path: str, device: Any = None, top: int = 20, light: bool = True) -> Digest:
@@ -47,7 +62,8 @@ def digest(path: str, device: Any = None, top: int = 20, light: bool = True) -> 
 
     try:
         # "auto": a large rank's trace is read in one streaming pass (summary.stream.engine), in bounded memory
-        return Digest(path, summarize_file(path, device=device, top=top, engine="auto", light=light).summary)
+        summary = summarize_file(path, device=device, top=top, engine="auto", light=light).summary
+        return Digest(path, summary, findings=rank_findings(summary))
     except (InductorPerfError, OSError, ValueError) as e:
         return Digest(path, None, str(e))
     except Exception as e:  # a trace that breaks the summary: name it, keep the other ranks
@@ -58,7 +74,7 @@ def digest(path: str, device: Any = None, top: int = 20, light: bool = True) -> 
 def split_digests(digests: list[Digest]) -> tuple[list[RankInput], list[dict[str, str]]]:
     """(the readable ranks, in order; ``{"file", "reason"}`` of each digest without a summary),
     each of the latter logged as a warning."""
-    inputs = [RankInput(file=d.file, summary=d.summary) for d in digests if d.summary is not None]
+    inputs = [RankInput(file=d.file, summary=d.summary, findings=d.findings) for d in digests if d.summary is not None]
     bad = [{"file": d.file, "reason": f"{d.reason} ({d.error})"} for d in digests if d.summary is None]
     for b in bad:
         log.warning("skipping %s: %s", b["file"], b["reason"])

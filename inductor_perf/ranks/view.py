@@ -19,6 +19,9 @@ module and source line) and idle time (by host activity) minus the other ranks' 
 **Wait time** in a collective op on a rank: its time in that op beyond the least any rank spent in
 it (per step); given when every rank ran the op as many times.
 
+**What to fix first.** The ranks' own advisor findings merged across ranks, and the job's
+``exposed_comm`` from the per-rank table: :mod:`inductor_perf.ranks.findings`.
+
 **Which ranks go together.** A folder may hold several runs. Ranks are grouped by world size and
 backend (the largest group is kept), then by capture time (window starts on the epoch clock, else
 our file names' ``YYYYMMDD-HHMMSS`` stamps; runs more than :data:`RUN_GAP_S` apart are separate);
@@ -38,6 +41,7 @@ from ..model import events as evs
 from ..model.event_cost import BUS_FACTORS
 from ..model.kernel_kinds import KIND_COLLECTIVE
 from ..summary.rows import Summary, six_digits, percent, rounded
+from .findings import FindingRow, findings_note, findings_section
 
 STRAGGLER_MIN_PCT = 5.0
 """The least lead (% of the median step) at which the rank with the least collective time is named."""
@@ -60,6 +64,8 @@ class RankInput:
     rank: int | None = None
     rank_source: str | None = None
     """``distributedInfo`` or ``file name``."""
+    findings: list[dict[str, Any]] | None = None
+    """Its advisor's findings (JSON form, :mod:`inductor_perf.ranks.findings`); None: not read."""
 
 
 @dataclass
@@ -139,6 +145,12 @@ class CrossRankSummary:
     notes: list[str] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
     """Files not summarized: ``{"file", "reason"}`` (unreadable, another run, no rank)."""
+    findings: list[FindingRow] = field(default_factory=list)
+    """What to fix first, across ranks (:mod:`inductor_perf.ranks.findings`), largest saving first."""
+    findings_read: list[int] = field(default_factory=list)
+    """The ranks whose own findings were read (the others were streamed as light summaries)."""
+    findings_note: str = ""
+    """How the findings were merged and ranked, and whose were not read."""
 
     def to_dict(self) -> dict[str, Any]:
         return evs.strict_json(asdict(self))
@@ -414,11 +426,14 @@ def cross_rank(inputs: list[RankInput], unreadable: list[dict[str, str]] | None 
     notes = _consistency_notes(kept, skipped, world, missing)
     if not per_step and kept:
         notes.append("times are per capture window: not every rank's trace has ProfilerStep#N ranges")
+    per = "step" if per_step else "window"
+    own = [(i.rank, i.findings) for i in kept]
     return CrossRankSummary(
-        per="step" if per_step else "window", world_size=world, backend=backend, ranks_present=present,  # type: ignore[arg-type]
+        per=per, world_size=world, backend=backend, ranks_present=present,  # type: ignore[arg-type]
         missing_ranks=missing, ranks=[rows[r] for r in present], kernels=_kernel_spread(kept, rows),  # type: ignore[index]
         collectives=_collectives(kept, rows, world), straggler=straggler, straggler_note=note, notes=notes,  # type: ignore[arg-type]
-        skipped=skipped)
+        skipped=skipped, findings=findings_section(own, [rows[r] for r in present], per),  # type: ignore[arg-type,index]
+        findings_read=[r for r, f in own if f is not None], findings_note=findings_note(own, per) if kept else "")  # type: ignore[misc]
 
 
 # --- A folder of traces that are not all ranks of one job ----------------------------------------------

@@ -1,5 +1,5 @@
 """Text, markdown and JSON of the cross-rank view (:class:`inductor_perf.ranks.view.CrossRankSummary`):
-the straggler first, then the per-rank table, the kernels that differ most between ranks, the
+the straggler first, then what to fix first across ranks (its findings), the per-rank table, the kernels that differ most between ranks, the
 collectives and what was left out; and of a folder of runs (:class:`inductor_perf.ranks.view.FolderSummary`,
 :func:`format_folder`): the table of runs, then each set of ranks' view. Takes the object or its
 ``to_dict()``; imports no stage."""
@@ -15,6 +15,8 @@ from .text import TEXT_WIDTH, _check_fmt, _wrap, fmt_bytes, fmt_gbps, fmt_pct, f
 
 MAX_COLLECTIVE_ROWS = 24
 """Rows of the collectives table in text and markdown (all of them are in the JSON)."""
+MAX_FINDING_ROWS = 8
+"""Findings listed in text and markdown (all of them are in the JSON)."""
 
 
 def _ranks_table(d: dict[str, Any]) -> tuple[list[str], list[list[Any]]]:
@@ -64,6 +66,50 @@ def _straggler_lines(d: dict[str, Any]) -> list[str]:
     return out
 
 
+def _finding_lines(f: dict[str, Any], per: str, read: int) -> tuple[str, list[str]]:
+    """(the headline of one finding row, its detail lines: where, the ranks' figures, fix, and for the
+    job's row its evidence)."""
+    pct = f" ({f['saving_pct_of_step']:.3g} %)" if f["saving_pct_of_step"] is not None else ""
+    worst = f"max {fmt_time_us(f['max_saving_us'])} on rank {f['worst_rank']}"
+    if f["scope"] == "job":
+        head = f"[{f['kind']}, the job] {fmt_time_us(f['job_saving_us'])}/{per}{pct}: {f['title']}"
+        details = [f"each rank's own exposed collective time: median {fmt_time_us(f['median_saving_us'])}, {worst} "
+                   f"({len(f['ranks'])} ranks with collectives)", f"fix: {f['fix']}", f"why: {f['evidence']}"]
+    else:
+        spread = (f"median {fmt_time_us(f['median_saving_us'])}/{per}{pct}, {worst}"
+                  if f["median_saving_us"] is not None else "no per-step saving")
+        once = f", {f['one_time_s']:.3g} s once at most" if f["one_time_s"] else ""
+        counted = f", {f['counted']} with a per-step saving" if f["counted"] != len(f["ranks"]) else ""
+        head = (f"[{f['kind']}] {spread}{once}; {len(f['ranks'])} of {read} ranks{counted}: {f['title']} "
+                f"(rank {f['worst_rank']}'s)")
+        details = ([f"at: {f['source']}" + (f" ({f['module']})" if f["module"] else "")] if f["source"] else [])
+        details.append(f"fix: {f['fix']}")
+    return head, details
+
+
+def _findings_block(d: dict[str, Any], fmt: str) -> list[str]:
+    """What to fix first, across ranks: the view's findings (empty when there is none)."""
+    rows = d.get("findings") or []
+    if not rows:
+        return []
+    title = f"What to fix first, across ranks (saving per {d['per']})"
+    shown = rows[:MAX_FINDING_ROWS]
+    more = f"{len(rows) - len(shown)} more in --format json" if len(rows) > len(shown) else None
+    out = ["", f"### {title}", ""] if fmt == "markdown" else ["", title]
+    for n, f in enumerate(shown, 1):
+        head, details = _finding_lines(f, d["per"], len(d["findings_read"]))
+        if fmt == "markdown":
+            out.append(f"{n}. {head}" + "".join(f"<br>{x}" for x in details))
+        else:
+            out.append(_wrap(f"{n}. ", head))
+            out += [_wrap(" " * (len(str(n)) + 2), x) for x in details]
+    if fmt == "markdown":
+        out += ["", f"_{d['findings_note']}" + (f"; {more}" if more else "") + "_"]
+    else:
+        out.append(_wrap("  ", d["findings_note"] + (f"; {more}" if more else "")))
+    return out
+
+
 def _sections(d: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]], str | None]]:
     per = d["per"]
     sources = sorted({r["collectives"] for r in d["ranks"]})
@@ -92,6 +138,7 @@ def format_ranks(view: Any, fmt: str = "text") -> str:
     out: list[str] = []
     if fmt == "markdown":
         out += [f"## {title}", ""] + [f"**{head[0]}**", ""] + [f"- {h}" for h in head[1:]]
+        out += _findings_block(d, fmt)
         for t, headers, rows, foot in _sections(d):
             if rows:
                 out += ["", f"### {t}", "", render_table(headers, rows, "markdown")]
@@ -100,6 +147,7 @@ def format_ranks(view: Any, fmt: str = "text") -> str:
             out += ["", "### Notes", ""] + [f"- {n}" for n in d["notes"]]
         return "\n".join(out) + "\n"
     out += [title, "=" * min(TEXT_WIDTH, len(title)), head[0]] + [_wrap("  ", h) for h in head[1:]]
+    out += _findings_block(d, fmt)
     for t, headers, rows, foot in _sections(d):
         if rows:
             out += ["", t, render_table(headers, rows, "text")]

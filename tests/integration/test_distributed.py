@@ -174,6 +174,13 @@ def test_slow_rank_is_named_the_straggler(tmp_path, capsys):
     assert view["straggler"]["rank"] == 1
     # rank 0 waited for most of the 200 ms sleep in its all-reduce; allow scheduling noise on 2 cores
     assert view["straggler"]["lead_us"] > 100e3
+    # the job's exposed_comm is the late rank's own exposed time (2.3 ms a step in one run), not rank 0's
+    # (186 ms there: its wait for rank 1's sleep): at least 100 ms of that wait below rank 0's
+    exposed = {r["rank"]: r["exposed_comm_us"] for r in view["ranks"]}
+    assert exposed[0] > 100e3
+    (job,) = [f for f in view["findings"] if f["kind"] == "exposed_comm"]
+    assert job["scope"] == "job" and "rank 1" in job["title"]
+    assert job["job_saving_us"] == exposed[1] < exposed[0] - 100e3
     assert cli.main(["summary", str(out)]) == 0
     assert "Straggler: rank 1" in capsys.readouterr().out
     written = glob.glob(str(out / "*_rank0_*.ranks.summary.json"))

@@ -58,3 +58,27 @@ def test_exposed_comm_hand_arithmetic():
               {**kernel("triton_poi_fused_mul_1", 50, 100), "tid": 8}]
     (f,) = _kinds(events)["exposed_comm"]
     assert f.saving_us_per_step == 50.0
+
+
+def _rank(rank, step, comm, exposed):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(rank=rank, step_us=step, comm_us=comm, exposed_comm_us=exposed)
+
+
+def test_job_exposed_comm_is_the_last_ranks_hand_arithmetic():
+    from inductor_perf.advice.device import find_job_exposed_comm
+
+    # rank 1 spends the least time in collectives (100 µs): it arrives last and waits for no one, so the
+    # job loses its 60 µs exposed; the median step of 1000, 1000, 1200, 900 is 1000: 6 %. Rank 3 ran no
+    # collective; ranks 0 and 2 expose a median (400 + 350) / 2 = 375, 315 of it waiting for rank 1
+    ranks = [_rank(0, 1000, 500, 400), _rank(1, 1000, 100, 60), _rank(2, 1200, 450, 350), _rank(3, 900, 0, 0)]
+    f = find_job_exposed_comm(ranks)
+    assert (f.kind, f.saving_us_per_step, f.saving_pct_of_step) == ("exposed_comm", 60, 6)
+    assert "rank 1" in f.title and "median 375 µs exposed" in f.evidence and "315 µs, is waiting" in f.evidence
+    assert "Model: a synchronous job's step is as slow as its slowest rank" in f.evidence
+    # nothing exposed on the last rank: the others' exposed time is all waiting, nothing to overlap
+    assert find_job_exposed_comm([_rank(0, 1000, 500, 400), _rank(1, 1000, 100, 0)]) is None
+    assert find_job_exposed_comm([_rank(0, 1000, 0, 0)]) is None  # no collective anywhere
+    # per window: the unit is said
+    assert "a window" in find_job_exposed_comm([_rank(0, 1000, 500, 400), _rank(1, 1000, 100, 60)], "window").title

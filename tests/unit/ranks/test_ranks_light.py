@@ -113,4 +113,13 @@ def test_cross_rank_files_light_equals_full(generated_ranks, monkeypatch):
     # every rank streamed, as large ranks are: the light workers' view is the full workers' view
     monkeypatch.setattr(engines, "LARGE_TRACE_BYTES", 0)
     light = cross_rank_files(generated_ranks, workers=1).to_dict()
-    assert light == cross_rank_files(generated_ranks, workers=1, light=False).to_dict()
+    full = cross_rank_files(generated_ranks, workers=1, light=False).to_dict()
+    # the ranks' own findings need what the light summary leaves out (the advisor's signals, the roofline
+    # placements): a light rank's are not read, and the view says so; the rest of the view is the same,
+    # the job's exposed_comm row (from the per-rank table) included
+    assert light["findings_read"] == [] and full["findings_read"] == [0, 1, 2]
+    assert "were not read (ranks 0, 1, 2)" in light["findings_note"] and "not read" not in full["findings_note"]
+    job = [f for f in full["findings"] if f["scope"] == "job"]
+    assert light["findings"] == job and len(job) == 1
+    drop = ("findings", "findings_read", "findings_note")
+    assert {k: v for k, v in light.items() if k not in drop} == {k: v for k, v in full.items() if k not in drop}
