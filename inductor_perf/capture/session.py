@@ -179,6 +179,9 @@ def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None 
     payload = summary.to_dict()
     payload["capture"] = {"warnings": warnings, "events_tagged": len(costs),
                           "markers": jstats.markers, "unmatched_call_sites": jstats.unmatched_call_sites}
+    # the record before the events: a streaming reader takes the rest of the file after the events
+    # array for the events' end, and the record's lists of objects there would end the stream
+    augmented = {RECORD_KEY: augmented[RECORD_KEY], **{k: v for k, v in augmented.items() if k != RECORD_KEY}}
     result.trace_path = base + ".trace.json.gz"
     result.summary_txt_path = base + ".summary.txt"
     result.summary_json_path = base + ".summary.json"

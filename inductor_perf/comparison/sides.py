@@ -89,7 +89,7 @@ def _streamed_side(path: str, kernels: bool = True) -> tuple[TraceUnits, str | N
     try:
         return _stream(path, kernels)
     except LayoutError as e:
-        log.info("%s: not streamed (%s)", path, e or "layout")
+        log.info("%s: not streamed (%s)", path, str(e) or "a layout the streaming pass does not take")
         return None
 
 

@@ -454,7 +454,7 @@ def summarize_file_stream(path: str, *, device: Any = None, top: int = 20,
     try:
         return _stream(path, device, top, label_of, stage, light)
     except LayoutError as e:
-        log.info("%s: not streamed (%s)", path, e or "layout")
+        log.info("%s: not streamed (%s)", path, str(e) or "a layout the streaming pass does not take")
         return None
 
 
