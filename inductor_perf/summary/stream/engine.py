@@ -1,8 +1,8 @@
 """The summary of a large GPU trace file in one streaming pass, without holding the events as dicts:
 the same :class:`~inductor_perf.summary.rows.Summary` as loading the whole trace
 (:func:`inductor_perf.summary.files.summarize_trace`), within float rounding, in a fraction of its
-memory. What still grows with the trace (docs/summary-engines.md): a small object per kernel, 32
-bytes per host event, and the cost join's index (let go before the end).
+memory. What still grows with the trace (docs/summary-engines.md): a small object per kernel, 40
+bytes per host event (12 more for a CPU op), and the cost join's index (let go before the end).
 
 The pass: the file's text is mapped (a ``.gz`` is first decompressed to a temporary file, in
 blocks) and read in windows of :data:`WINDOW_BYTES`; each window's events are parsed by orjson as
@@ -11,10 +11,14 @@ raw trace) and to :class:`_Pass`, which keeps:
 
 - each device event as a small :class:`~inductor_perf.summary.kernels.ParsedEvent` (launch-config args
   dropped), with its event index for its cost;
-- each host thread's events as four flat arrays (start, duration, name, category), nested into the
-  forest idle attribution walks only for the threads that launched a kernel next to a gap;
+- each host thread's events as five flat arrays (start, duration, name, category, event index),
+  nested into the forest idle attribution walks only for the threads that launched a kernel next to
+  a gap;
 - the runtime calls' correlation ids (which thread launched each kernel), the ``ProfilerStep#N``
-  ranges and host collectives, the window's first and last instant, and the counts of skipped events.
+  ranges and host collectives, the window's first and last instant, and the counts of skipped events;
+- each CPU op's event index and the number of its op x shape key (its name, input shapes and dtypes:
+  :func:`~inductor_perf.summary.op_shapes.shape_key`, each distinct one kept once), which the op x
+  shape table reads instead of the events.
 
 Then the costs are placed (:meth:`CostJoin.finish`), each kernel gets the args ``augment`` would
 write (:mod:`inductor_perf.summary.stream.finish`), is summed, and keeps only what the later tables
@@ -40,6 +44,7 @@ from ...model import events as evs
 from ...traces import files as tf
 from ...traces.windows import WINDOW_BYTES, Windows, LayoutError, mapped_text
 from ..kernels import ParsedEvent, _hashable
+from ..op_shapes import ShapeKey, raw_shape_key, shape_key
 from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _STEP, _STEP_PREFIX, read_batch
 
 log = logging.getLogger(__name__)
@@ -217,7 +222,7 @@ class _Pass:
     """What the summary needs of each event, kept as :mod:`summary.stream.engine` says (module docstring).
     Mirrors :func:`inductor_perf.summary.kernels._parse` and ``select_kernels`` for a GPU trace."""
 
-    def __init__(self) -> None:
+    def __init__(self, op_shapes: bool = True) -> None:
         self.total = self.used = 0
         self.skipped: dict[str, int] = defaultdict(int)
         self.w0 = float("inf")
@@ -237,8 +242,13 @@ class _Pass:
         """The host events the tables read besides the forest: ``ProfilerStep#N`` ranges and host
         collectives (:data:`_HOST_COLLECTIVES`), in file order."""
         self.costed = False
-        self.load: Callable[[int], Any] | None = None
-        """Reads event ``i`` back (``Windows.load``), set once the pass is over."""
+        self.op_index: array | None = array("q") if op_shapes else None
+        """Each CPU op's event index (those kept in :attr:`threads`: a str name, a positive duration), in
+        order; None: the op x shape table is not made (the light summary), nothing kept."""
+        self.op_shape = array("i")
+        """Each of those ops' number in :attr:`shape_ids`."""
+        self.shape_ids: dict[ShapeKey, int] = {}
+        """Each distinct op x shape key (:func:`~inductor_perf.summary.op_shapes.shape_key`) -> its number."""
         self._cat_class: dict[str, int] = {}
 
     def _classify(self, cat: str) -> int:
@@ -251,6 +261,28 @@ class _Pass:
                  else 4 if evs.is_runtime(cat) else 3)
             self._cat_class[cat] = c
         return c
+
+    def shape_id(self, name: str, args: dict, sig: tuple | None = None, raw: dict | None = None) -> int:
+        """The number of the op x shape key of CPU op ``name`` with ``args`` (numbered here when new);
+        ``sig``: the op's signature as :func:`~inductor_perf.summary.stream.loop._op_args` read it, whose
+        ``Input Dims`` and ``Input type`` text the key is made of (its args may lack them), kept in ``raw``
+        by ``sig``."""
+        if sig is not None:
+            key = raw_shape_key(name, sig[1], sig[2])
+        else:
+            key = shape_key(name, args.get("Input Dims"), args.get("Input type"))
+        ids = self.shape_ids
+        got = ids.get(key)
+        if got is None:
+            got = ids[key] = len(ids)
+        if raw is not None and sig is not None:
+            raw[sig] = got
+        return got
+
+    def op_keys(self) -> dict[int, ShapeKey]:
+        """Each CPU op's op x shape key by its event index."""
+        keys = list(self.shape_ids)
+        return dict(zip(self.op_index or (), map(keys.__getitem__, self.op_shape)))
 
     def add_other(self, ev: Any) -> None:
         """Take an event that is not a complete ("X") one: count a non-object, note a cost mark."""
@@ -286,6 +318,7 @@ class _Pass:
         if ts + dur > self.w1:
             self.w1 = ts + dur
         name = ev.get("name")
+        op = cat == "cpu_op" and isinstance(name, str) and self.op_index is not None
         name = name if isinstance(name, str) else str(name)
         pid, tid = ev.get("pid"), ev.get("tid")
         if type(pid) is not int:
@@ -303,6 +336,9 @@ class _Pass:
         elif cls >= 3:
             key = self._thread_keys.setdefault((pid, tid), (pid, tid))
             self.threads.add(key, name, cat, ts, dur, i)
+            if op:  # the op x shape table's key, kept (loop.read_batch does the same)
+                self.op_index.append(i)  # type: ignore[union-attr]
+                self.op_shape.append(self.shape_id(name, args))
             if cls == 4:
                 corr = args.get("correlation")
                 if corr is not None:
@@ -329,7 +365,7 @@ def _pass_state(seen: _Pass) -> Iterator[Any]:
            [k.args or None for k in ks], seen.kernel_index, seen.kernel_corr)
     del ks
     seen.kernel_index, seen.kernel_corr = array("q"), []
-    yield seen.threads.state()
+    yield seen.threads.state(), (seen.op_index, seen.op_shape, list(seen.shape_ids))
 
 
 def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
@@ -355,7 +391,14 @@ def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
     seen.kernel_index.extend(array("q", [i + base for i in index]))
     seen.kernel_corr.extend(corr)
     del index, corr
-    seen.threads.merge(parts.pop(0), base)
+    threads, (op_index, op_shape, keys) = parts.pop(0)
+    seen.threads.merge(threads, base)
+    del threads
+    if seen.op_index is not None and op_index is not None:
+        ids = seen.shape_ids
+        to = [ids.setdefault(key, len(ids)) for key in keys]
+        seen.op_index.extend(array("q", [i + base for i in op_index]))
+        seen.op_shape.extend(op_shape if to == list(range(len(to))) else array("i", map(to.__getitem__, op_shape)))
 
 
 def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None,
@@ -366,6 +409,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
     index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
     routes: dict[str, tuple[int, int]] = {}
     ops: dict[tuple, tuple] = {}  # read_batch's CPU op outcomes by signature, across the windows
+    shapes = {} if seen.op_index is not None else None  # and their op x shape keys' numbers (_Pass.shape_id)
     if not fused:
         events.typed = False  # the methods take dicts
     for batch in events:
@@ -386,7 +430,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
                 stage(f"summarizing: {i:,} events read")
             continue
         if fused:
-            i = read_window_batch(batch, i, join, seen, routes, events, ops)
+            i = read_window_batch(batch, i, join, seen, routes, events, ops, shapes)
         else:
             for ev in batch:
                 if type(ev) is dict and ev.get("ph") == "X":
@@ -405,14 +449,14 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
 
 
 def read_window_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events: Windows,
-                ops: dict | None = None) -> int:
+                      ops: dict | None = None, shapes: dict | None = None) -> int:
     """:func:`~inductor_perf.summary.stream.loop.read_batch` of a window of ``events``; :class:`LayoutError` when an
     event's args that msgspec took are not strict JSON to orjson (a number past a double's range), as
     orjson parsing that window whole would have found."""
     import orjson
 
     try:
-        return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None, ops)
+        return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None, ops, shapes)
     except orjson.JSONDecodeError:
         raise LayoutError("not strict JSON") from None
 
@@ -471,7 +515,7 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         worker = start_worker(events, light, _worker_part)
         try:
             join = CostJoin(events.load)
-            seen = _Pass()
+            seen = _Pass(op_shapes=not light)
             i = _read(events, join, seen, 0, stage)
             if worker is not None:
                 i = _take(worker, events, join, seen, i, stage)
@@ -481,7 +525,6 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         if not seen.kernels:
             return None  # no device events: a CPU trace, loaded whole
         seen.total = i
-        seen.load = events.load  # the op x shape table reads launching ops back (summary.op_shapes)
         held = [join]  # finish() lets the join go once the costs are placed
         del join
         done = finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,
