@@ -185,44 +185,51 @@ def shape_keys(tk: TraceKernels) -> dict[int, tuple[ShapeKey, int]]:
     return out
 
 
+_GENERATED = object()
+"""In :func:`streamed_shape_keys`, the launch_op of a kernel Inductor generated (keyed by its eager ops)."""
+
+
 def streamed_shape_keys(seen: Any, labels: Mapping[int, Mapping[str, Any]] | None) -> dict[int, tuple[ShapeKey, int]]:
     """:func:`shape_keys` of a streamed GPU trace (:mod:`inductor_perf.summary.stream.finish`), the same
     rule from what its pass kept instead of the events: ``seen`` (``summary.stream.engine._Pass``)
     has the kernels and their event indices and correlation ids, each runtime call's event index by
-    correlation id, the host events' nesting (``seen.threads.parents()``) and each CPU op's
-    :data:`ShapeKey` by event index (``seen.op_keys()``, kept as the pass read the op); ``labels`` the
-    kernels' ``launch_op`` labels when the summary placed the costs (else the kernel's own arg). No
-    event is read again: this runs after the pass, on what it kept."""
-    parent = seen.threads.parents()
-    op_key = seen.op_keys()
+    correlation id, and the host events' columns with each CPU op's key number (``seen.shape_ids``),
+    whose nesting gives each runtime call's enclosing ops (``seen.threads.enclosing_ops``); ``labels``
+    the kernels' ``launch_op`` labels when the summary placed the costs (else the kernel's own arg).
+    No event is read again: this runs after the pass, on what it kept."""
+    keys = list(seen.shape_ids)
     by_corr = seen.by_corr
     out: dict[int, tuple[ShapeKey, int]] = {}
-    for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
+    kernels = seen.kernels
+    names: list[Any] = [_GENERATED] * len(kernels)  # each kernel's launch_op, by its position
+    wanted: dict[int, int | list[int]] = {}  # runtime call -> the position of its kernel (several: a list)
+    for n, (k, i, corr) in enumerate(zip(kernels, seen.kernel_index, seen.kernel_corr)):
         args = k.args
         if args.get(evs.KERNEL_KIND) == "generated":
             out[id(k)] = (_compiled_key(k), id(k))
             continue
         lab = labels.get(i) if labels else None
-        name = lab.get(evs.LAUNCH_OP) if lab else args.get(evs.LAUNCH_OP)
+        name = names[n] = lab.get(evs.LAUNCH_OP) if lab else args.get(evs.LAUNCH_OP)
         got = by_corr.get(corr if type(corr) is int else _hashable(corr)) if corr is not None else None
-        # _launching_op over the pass's nesting: the innermost CPU op named ``name``, else the innermost one
-        p = parent.get(got[2]) if got is not None else None
-        first = None
-        while p is not None:
-            key = op_key.get(p)
-            if key is not None:
-                if not isinstance(name, str) or key[0] == name:
-                    break
-                first = first if first is not None else p
-            p = parent.get(p)
-        if p is None and first is not None:
-            p = first
-        if p is not None:
-            out[id(k)] = (op_key[p], p)
-        elif evs.KERNEL_KIND in args:
-            out[id(k)] = (_compiled_key(k), id(k))
-        else:
-            out[id(k)] = ((name if isinstance(name, str) else NO_OP, None, None), id(k))
+        if got is not None:
+            r = got[2]
+            had = wanted.get(r)
+            wanted[r] = n if had is None else [*had, n] if type(had) is list else [had, n]
+    for r, ops in seen.threads.enclosing_ops(wanted):
+        if not ops:
+            continue
+        had = wanted[r]
+        for n in had if type(had) is list else (had,):
+            # _launching_op: the innermost CPU op named launch_op (when a str), else the innermost one
+            name = names[n]
+            p, s = ops[0]
+            if isinstance(name, str):
+                p, s = next(((p, s) for p, s in ops if keys[s][0] == name), ops[0])
+            out[id(kernels[n])] = (keys[s], p)
+    for k, name in zip(kernels, names):
+        if name is not _GENERATED and id(k) not in out:  # no CPU op launched it
+            out[id(k)] = ((_compiled_key(k), id(k)) if evs.KERNEL_KIND in k.args else
+                          ((name if isinstance(name, str) else NO_OP, None, None), id(k)))
     return out
 
 

@@ -335,7 +335,6 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         stage("summarizing: placing costs")
     costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
     shapes = None if light else OpShapeSums(streamed_shape_keys(seen, labels if apply else None))
-    seen.op_index, seen.op_shape = None, array("i")  # each kernel's key is known: the ops' are not needed
     if light:
         from ..light import LightTotals, assemble_light
 

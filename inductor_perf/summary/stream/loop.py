@@ -302,7 +302,7 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
     threads = seen.threads
     cols = threads.cols.get(key)
     if cols is None:
-        cols = threads.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"))
+        cols = threads.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"), array("i"))
     names, cats = threads.names, threads.cats
     n = names.get(name)
     if n is None:
@@ -315,6 +315,11 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
     cols[2].append(n)
     cols[3].append(c)
     cols[4].append(i)
+    if shapes is not None and cat == "cpu_op":  # its op x shape key, as _Pass.add keeps it
+        got = shapes.get(sig) if sig is not None else None
+        cols[5].append(got if got is not None else seen.shape_id(name, args, sig, shapes))
+    else:
+        cols[5].append(-1)
     if pc == _P_RUNTIME:
         corr = args.get("correlation")
         if corr is not None:
@@ -322,9 +327,5 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
         if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
             seen.graph_launches = True
         return
-    if shapes is not None and cat == "cpu_op":  # its op x shape key, as _Pass.add keeps it
-        got = shapes.get(sig) if sig is not None else None
-        seen.op_index.append(i)
-        seen.op_shape.append(got if got is not None else seen.shape_id(name, args, sig, shapes))
     if name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
         seen.steps.append(ParsedEvent(name, cat, pt[0], pt[1], ts, dur, args))
