@@ -215,6 +215,7 @@ def streamed_shape_keys(seen: Any, labels: Mapping[int, Mapping[str, Any]] | Non
             r = got[2]
             had = wanted.get(r)
             wanted[r] = n if had is None else [*had, n] if type(had) is list else [had, n]
+    op_names = [key[0] for key in keys]
     for r, ops in seen.threads.enclosing_ops(wanted):
         if not ops:
             continue
@@ -223,8 +224,11 @@ def streamed_shape_keys(seen: Any, labels: Mapping[int, Mapping[str, Any]] | Non
             # _launching_op: the innermost CPU op named launch_op (when a str), else the innermost one
             name = names[n]
             p, s = ops[0]
-            if isinstance(name, str):
-                p, s = next(((p, s) for p, s in ops if keys[s][0] == name), ops[0])
+            if isinstance(name, str) and op_names[s] != name:
+                for q, t in ops:
+                    if op_names[t] == name:
+                        p, s = q, t
+                        break
             out[id(kernels[n])] = (keys[s], p)
     for k, name in zip(kernels, names):
         if name is not _GENERATED and id(k) not in out:  # no CPU op launched it
