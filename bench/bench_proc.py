@@ -52,7 +52,8 @@ def tree_rss(root: int) -> int:
 
 def measure(cmd: list[str], env: dict | None = None, timeout: float = 1800) -> dict:
     """Run ``cmd``; return rc, wall_s, peak_mb (the larger reading, MB = 10^6 bytes), tree_mb,
-    proc_mb and the tail of its stderr."""
+    proc_mb, cpu_s (user + system CPU seconds of the command and of the children it waited for: a
+    child it leaves to exit on its own is not counted) and the tail of its stderr."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     peak = [0]
@@ -80,7 +81,8 @@ def measure(cmd: list[str], env: dict | None = None, timeout: float = 1800) -> d
     p.returncode = os.waitstatus_to_exitcode(status)
     proc_b = usage.ru_maxrss * 1024
     return {"rc": p.returncode, "wall_s": wall, "tree_mb": peak[0] / 1e6, "proc_mb": proc_b / 1e6,
-            "peak_mb": max(peak[0], proc_b) / 1e6, "stderr_tail": err.decode(errors="replace")[-600:]}
+            "peak_mb": max(peak[0], proc_b) / 1e6, "cpu_s": usage.ru_utime + usage.ru_stime,
+            "stderr_tail": err.decode(errors="replace")[-600:]}
 
 
 def machine() -> dict:

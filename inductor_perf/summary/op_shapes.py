@@ -118,13 +118,27 @@ def _types_text(types: Any) -> str | None:
     return got
 
 
+def shape_key(name: str, dims: Any, types: Any) -> ShapeKey:
+    """The :data:`ShapeKey` of a CPU op named ``name`` whose args' ``Input Dims`` is ``dims`` and
+    ``Input type`` is ``types`` (None: the op recorded none)."""
+    return (name, _dims_text(dims), _types_text(types))
+
+
+def raw_shape_key(name: str, dims: bytes | None, types: bytes | None) -> ShapeKey:
+    """:func:`shape_key` from the JSON text of the two args (None: absent), as the streaming pass
+    reads them (:mod:`inductor_perf.summary.stream.loop`)."""
+    from orjson import loads  # only the streaming engine calls this, and it runs only with orjson
+
+    return shape_key(name, loads(dims) if dims is not None else None, loads(types) if types is not None else None)
+
+
 def _compiled_key(k: ParsedEvent) -> ShapeKey:
     ops = k.args.get(evs.EAGER_OPS)
     return (ops if isinstance(ops, str) and ops else k.name, COMPILED, None)
 
 
 def _op_key(op: ParsedEvent) -> ShapeKey:
-    return (op.name, _dims_text(op.args.get("Input Dims")), _types_text(op.args.get("Input type")))
+    return shape_key(op.name, op.args.get("Input Dims"), op.args.get("Input type"))
 
 
 def _launching_op(runtime: ParsedEvent | None, name: Any) -> ParsedEvent | None:
@@ -171,54 +185,55 @@ def shape_keys(tk: TraceKernels) -> dict[int, tuple[ShapeKey, int]]:
     return out
 
 
+_GENERATED = object()
+"""In :func:`streamed_shape_keys`, the launch_op of a kernel Inductor generated (keyed by its eager ops)."""
+
+
 def streamed_shape_keys(seen: Any, labels: Mapping[int, Mapping[str, Any]] | None) -> dict[int, tuple[ShapeKey, int]]:
     """:func:`shape_keys` of a streamed GPU trace (:mod:`inductor_perf.summary.stream.finish`), the same
     rule from what its pass kept instead of the events: ``seen`` (``summary.stream.engine._Pass``)
     has the kernels and their event indices and correlation ids, each runtime call's event index by
-    correlation id, the host events' nesting (``seen.threads.parents()``) and ``seen.load``, which
-    reads an event back; ``labels`` the kernels' ``launch_op`` labels when the summary placed the costs
-    (else the kernel's own arg). Each enclosing event is read back once, in index order, one level
-    of nesting at a time: this runs after the pass, never in its per-event loop."""
-    parent = seen.threads.parents()
-    by_corr, load = seen.by_corr, seen.load
-    read: dict[int, tuple[Any, Any, str | None, str | None]] = {}
+    correlation id, and the host events' columns with each CPU op's key number (``seen.shape_ids``),
+    whose nesting gives each runtime call's enclosing ops (``seen.threads.enclosing_ops``); ``labels``
+    the kernels' ``launch_op`` labels when the summary placed the costs (else the kernel's own arg).
+    No event is read again: this runs after the pass, on what it kept."""
+    keys = list(seen.shape_ids)
+    by_corr = seen.by_corr
     out: dict[int, tuple[ShapeKey, int]] = {}
-    todo: list[tuple[ParsedEvent, int | None, Any, int | None]] = []  # (kernel, host event, launch_op, first cpu_op)
-    for k, i, corr in zip(seen.kernels, seen.kernel_index, seen.kernel_corr):
+    kernels = seen.kernels
+    names: list[Any] = [_GENERATED] * len(kernels)  # each kernel's launch_op, by its position
+    wanted: dict[int, int | list[int]] = {}  # runtime call -> the position of its kernel (several: a list)
+    for n, (k, i, corr) in enumerate(zip(kernels, seen.kernel_index, seen.kernel_corr)):
         args = k.args
         if args.get(evs.KERNEL_KIND) == "generated":
             out[id(k)] = (_compiled_key(k), id(k))
             continue
         lab = labels.get(i) if labels else None
-        name = lab.get(evs.LAUNCH_OP) if lab else args.get(evs.LAUNCH_OP)
+        name = names[n] = lab.get(evs.LAUNCH_OP) if lab else args.get(evs.LAUNCH_OP)
         got = by_corr.get(corr if type(corr) is int else _hashable(corr)) if corr is not None else None
-        todo.append((k, parent.get(got[2]) if got is not None else None, name, None))
-    while todo:
-        for p in sorted({p for _, p, _, _ in todo if p is not None and p not in read}):
-            ev = load(p)
-            ev = ev if isinstance(ev, dict) else {}
-            a = ev.get("args")
-            a = a if isinstance(a, dict) else {}
-            read[p] = (ev.get("cat"), ev.get("name"), _dims_text(a.get("Input Dims")), _types_text(a.get("Input type")))
-        later = []
-        for k, p, name, first in todo:
-            if p is not None:
-                cat, op, dims, types = read[p]
-                if cat == "cpu_op" and isinstance(op, str):
-                    if not isinstance(name, str) or op == name:
-                        out[id(k)] = ((op, dims, types), p)
-                        continue
-                    first = first if first is not None else p
-                later.append((k, parent.get(p), name, first))
-                continue
-            if first is not None:
-                _, op, dims, types = read[first]
-                out[id(k)] = ((op, dims, types), first)
-            elif evs.KERNEL_KIND in k.args:
-                out[id(k)] = (_compiled_key(k), id(k))
-            else:
-                out[id(k)] = ((name if isinstance(name, str) else NO_OP, None, None), id(k))
-        todo = later
+        if got is not None:
+            r = got[2]
+            had = wanted.get(r)
+            wanted[r] = n if had is None else [*had, n] if type(had) is list else [had, n]
+    op_names = [key[0] for key in keys]
+    for r, ops in seen.threads.enclosing_ops(wanted):
+        if not ops:
+            continue
+        had = wanted[r]
+        for n in had if type(had) is list else (had,):
+            # _launching_op: the innermost CPU op named launch_op (when a str), else the innermost one
+            name = names[n]
+            p, s = ops[0]
+            if isinstance(name, str) and op_names[s] != name:
+                for q, t in ops:
+                    if op_names[t] == name:
+                        p, s = q, t
+                        break
+            out[id(kernels[n])] = (keys[s], p)
+    for k, name in zip(kernels, names):
+        if name is not _GENERATED and id(k) not in out:  # no CPU op launched it
+            out[id(k)] = ((_compiled_key(k), id(k)) if evs.KERNEL_KIND in k.args else
+                          ((name if isinstance(name, str) else NO_OP, None, None), id(k)))
     return out
 
 
@@ -292,4 +307,5 @@ def shape_sums(tk: TraceKernels, kinds: Mapping[int, str], static: Callable[[Map
     return sums
 
 
-__all__ = ["COMPILED", "NO_OP", "OpShapeRow", "ShapeKey", "OpShapeSums", "shape_keys", "shape_sums", "streamed_shape_keys"]
+__all__ = ["COMPILED", "NO_OP", "OpShapeRow", "ShapeKey", "OpShapeSums", "raw_shape_key", "shape_key", "shape_keys",
+           "shape_sums", "streamed_shape_keys"]

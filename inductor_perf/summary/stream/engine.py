@@ -1,7 +1,7 @@
 """The summary of a large GPU trace file in one streaming pass, without holding the events as dicts:
 the same :class:`~inductor_perf.summary.rows.Summary` as loading the whole trace
 (:func:`inductor_perf.summary.files.summarize_trace`), within float rounding, in a fraction of its
-memory. What still grows with the trace (docs/summary-engines.md): a small object per kernel, 32
+memory. What still grows with the trace (docs/summary-engines.md): a small object per kernel, 44
 bytes per host event, and the cost join's index (let go before the end).
 
 The pass: the file's text is mapped (a ``.gz`` is first decompressed to a temporary file, in
@@ -11,10 +11,14 @@ raw trace) and to :class:`_Pass`, which keeps:
 
 - each device event as a small :class:`~inductor_perf.summary.kernels.ParsedEvent` (launch-config args
   dropped), with its event index for its cost;
-- each host thread's events as four flat arrays (start, duration, name, category), nested into the
-  forest idle attribution walks only for the threads that launched a kernel next to a gap;
+- each host thread's events as six flat arrays (start, duration, name, category, event index, op x
+  shape key), nested into the forest idle attribution walks only for the threads that launched a
+  kernel next to a gap;
 - the runtime calls' correlation ids (which thread launched each kernel), the ``ProfilerStep#N``
-  ranges and host collectives, the window's first and last instant, and the counts of skipped events.
+  ranges and host collectives, the window's first and last instant, and the counts of skipped events;
+- each CPU op's op x shape key (its name, input shapes and dtypes:
+  :func:`~inductor_perf.summary.op_shapes.shape_key`), as a number in its thread's columns, each
+  distinct key kept once: the op x shape table reads these instead of the events.
 
 Then the costs are placed (:meth:`CostJoin.finish`), each kernel gets the args ``augment`` would
 write (:mod:`inductor_perf.summary.stream.finish`), is summed, and keeps only what the later tables
@@ -34,12 +38,13 @@ import contextlib
 import logging
 from array import array
 from collections import defaultdict
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Container, Iterator
 
 from ...model import events as evs
 from ...traces import files as tf
 from ...traces.windows import WINDOW_BYTES, Windows, LayoutError, mapped_text
 from ..kernels import ParsedEvent, _hashable
+from ..op_shapes import ShapeKey, raw_shape_key, shape_key
 from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _STEP, _STEP_PREFIX, read_batch
 
 log = logging.getLogger(__name__)
@@ -94,19 +99,25 @@ class _HostNode:
         self.children: Any = _LEAF
 
 
+def new_thread() -> tuple[array, array, array, array, array, array]:
+    """A thread's columns: start, duration, name id, category id, event index, and the number of a CPU
+    op's op x shape key (``_Pass.shape_ids``; -1: another event, or none kept)."""
+    return array("d"), array("d"), array("l"), array("l"), array("q"), array("i")
+
+
 class _Threads:
-    """Every host event, per (pid, tid), as flat arrays (start, duration, name, category, event index);
-    names and categories interned."""
+    """Every host event, per (pid, tid), as flat arrays (:func:`new_thread`); names and categories
+    interned."""
 
     def __init__(self) -> None:
-        self.cols: dict[tuple[Any, Any], tuple[array, array, array, array, array]] = {}
+        self.cols: dict[tuple[Any, Any], tuple[array, array, array, array, array, array]] = {}
         self.names: dict[str, int] = {}
         self.cats: dict[str, int] = {}
 
-    def add(self, key: tuple[Any, Any], name: str, cat: str, ts: float, dur: float, i: int) -> None:
+    def add(self, key: tuple[Any, Any], name: str, cat: str, ts: float, dur: float, i: int, shape: int = -1) -> None:
         cols = self.cols.get(key)
         if cols is None:
-            cols = self.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"))
+            cols = self.cols[key] = new_thread()
         n = self.names.get(name)
         if n is None:
             n = self.names[name] = len(self.names)
@@ -118,31 +129,36 @@ class _Threads:
         cols[2].append(n)
         cols[3].append(c)
         cols[4].append(i)
+        cols[5].append(shape)
 
     def state(self) -> tuple[list[str], list[str], dict]:
         """What :meth:`merge` takes (plain containers: picklable)."""
         return list(self.names), list(self.cats), self.cols
 
-    def merge(self, state: tuple[list[str], list[str], dict], base: int = 0) -> None:
+    def merge(self, state: tuple[list[str], list[str], dict], base: int = 0, to_shape: list[int] | None = None) -> None:
         """Append the :meth:`state` of the threads of the events after this one's (another process's):
         its name and category ids re-mapped to this one's, its event indices (numbered from 0 there)
-        from ``base``."""
+        from ``base``, its op x shape key numbers by ``to_shape`` (None: the same here)."""
         names, cats, cols = state
         to_name = [self.names.setdefault(n, len(self.names)) for n in names]
         to_cat = [self.cats.setdefault(c, len(self.cats)) for c in cats]
         same_names, same_cats = to_name == list(range(len(names))), to_cat == list(range(len(cats)))
-        for key, (ts, dur, name, cat, index) in cols.items():
+        if to_shape is not None:
+            to_shape = [*to_shape, -1]  # -1 (no key) stays -1
+        for key, (ts, dur, name, cat, index, shape) in cols.items():
             if base:
                 index = array("q", [i + base for i in index])
             if not same_names:
                 name = array("l", map(to_name.__getitem__, name))
             if not same_cats:
                 cat = array("l", map(to_cat.__getitem__, cat))
+            if to_shape is not None:
+                shape = array("i", map(to_shape.__getitem__, shape))
             mine = self.cols.get(key)
             if mine is None:
-                self.cols[key] = (ts, dur, name, cat, index)
+                self.cols[key] = (ts, dur, name, cat, index, shape)
             else:
-                for col, more in zip(mine, (ts, dur, name, cat, index)):
+                for col, more in zip(mine, (ts, dur, name, cat, index, shape)):
                     col.extend(more)
 
     def forest(self, key: tuple[Any, Any]) -> list[_HostNode]:
@@ -151,7 +167,7 @@ class _Threads:
         is a shared empty tuple: only the nodes with children get a list."""
         names = list(self.names)
         cats = list(self.cats)
-        ts, dur, name, cat, _ = self.cols[key]
+        ts, dur, name, cat = self.cols[key][:4]
         roots: list[_HostNode] = []
         stack: list[tuple[float, _HostNode]] = []  # (end, node) of the open events, innermost last
         for j in _by_start(ts, dur):
@@ -173,21 +189,22 @@ class _Threads:
             stack.append((end, e))
         return roots
 
-    def parents(self) -> dict[int, int]:
-        """Each host event's parent by event index, nested as :meth:`forest` nests them (for the op x
-        shape table: :func:`~inductor_perf.summary.op_shapes.streamed_shape_keys`)."""
-        parent: dict[int, int] = {}
-        for ts, dur, _, _, index in self.cols.values():
-            stack: list[tuple[float, int]] = []  # (end, index) of the open events, innermost last
+    def enclosing_ops(self, wanted: Container[int]) -> Iterator[tuple[int, list[tuple[int, int]]]]:
+        """(event index, the CPU ops around it as (event index, op x shape key number), innermost
+        first) of each host event in ``wanted``, nested as :meth:`forest` nests them: the open events
+        when it is reached are its ancestors (for the op x shape table:
+        :func:`~inductor_perf.summary.op_shapes.streamed_shape_keys`)."""
+        for ts, dur, _, _, index, shape in self.cols.values():
+            stack: list[tuple[float, int, int]] = []  # (end, index, key number) of the open events, innermost last
             for j in _by_start(ts, dur):
                 t = ts[j]
                 end = t + dur[j]
                 while stack and not (t < stack[-1][0] and end <= stack[-1][0] + 1e-6):
                     stack.pop()
-                if stack:
-                    parent[index[j]] = stack[-1][1]
-                stack.append((end, index[j]))
-        return parent
+                i = index[j]
+                if i in wanted:
+                    yield i, [(x, s) for _, x, s in reversed(stack) if s >= 0]
+                stack.append((end, i, shape[j]))
 
 
 def _by_start(ts: array, dur: array) -> list[int]:
@@ -217,7 +234,7 @@ class _Pass:
     """What the summary needs of each event, kept as :mod:`summary.stream.engine` says (module docstring).
     Mirrors :func:`inductor_perf.summary.kernels._parse` and ``select_kernels`` for a GPU trace."""
 
-    def __init__(self) -> None:
+    def __init__(self, op_shapes: bool = True) -> None:
         self.total = self.used = 0
         self.skipped: dict[str, int] = defaultdict(int)
         self.w0 = float("inf")
@@ -237,8 +254,11 @@ class _Pass:
         """The host events the tables read besides the forest: ``ProfilerStep#N`` ranges and host
         collectives (:data:`_HOST_COLLECTIVES`), in file order."""
         self.costed = False
-        self.load: Callable[[int], Any] | None = None
-        """Reads event ``i`` back (``Windows.load``), set once the pass is over."""
+        self.op_shapes = op_shapes
+        """Whether each CPU op's op x shape key is kept (its number in its thread's columns); not for
+        the light summary, which makes no op x shape table."""
+        self.shape_ids: dict[ShapeKey, int] = {}
+        """Each distinct op x shape key (:func:`~inductor_perf.summary.op_shapes.shape_key`) -> its number."""
         self._cat_class: dict[str, int] = {}
 
     def _classify(self, cat: str) -> int:
@@ -251,6 +271,23 @@ class _Pass:
                  else 4 if evs.is_runtime(cat) else 3)
             self._cat_class[cat] = c
         return c
+
+    def shape_id(self, name: str, args: dict, sig: tuple | None = None, raw: dict | None = None) -> int:
+        """The number of the op x shape key of CPU op ``name`` with ``args`` (numbered here when new);
+        ``sig``: the op's signature as :func:`~inductor_perf.summary.stream.loop._op_args` read it, whose
+        ``Input Dims`` and ``Input type`` text the key is made of (its args may lack them), kept in ``raw``
+        by ``sig``."""
+        if sig is not None:
+            key = raw_shape_key(name, sig[1], sig[2])
+        else:
+            key = shape_key(name, args.get("Input Dims"), args.get("Input type"))
+        ids = self.shape_ids
+        got = ids.get(key)
+        if got is None:
+            got = ids[key] = len(ids)
+        if raw is not None and sig is not None:
+            raw[sig] = got
+        return got
 
     def add_other(self, ev: Any) -> None:
         """Take an event that is not a complete ("X") one: count a non-object, note a cost mark."""
@@ -286,6 +323,7 @@ class _Pass:
         if ts + dur > self.w1:
             self.w1 = ts + dur
         name = ev.get("name")
+        op = cat == "cpu_op" and isinstance(name, str) and self.op_shapes
         name = name if isinstance(name, str) else str(name)
         pid, tid = ev.get("pid"), ev.get("tid")
         if type(pid) is not int:
@@ -302,7 +340,8 @@ class _Pass:
             self.kernel_corr.append(args.get("correlation"))
         elif cls >= 3:
             key = self._thread_keys.setdefault((pid, tid), (pid, tid))
-            self.threads.add(key, name, cat, ts, dur, i)
+            # a CPU op's op x shape key, kept (loop._take_host does the same)
+            self.threads.add(key, name, cat, ts, dur, i, self.shape_id(name, args) if op else -1)
             if cls == 4:
                 corr = args.get("correlation")
                 if corr is not None:
@@ -329,7 +368,7 @@ def _pass_state(seen: _Pass) -> Iterator[Any]:
            [k.args or None for k in ks], seen.kernel_index, seen.kernel_corr)
     del ks
     seen.kernel_index, seen.kernel_corr = array("q"), []
-    yield seen.threads.state()
+    yield seen.threads.state(), list(seen.shape_ids)
 
 
 def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
@@ -355,7 +394,10 @@ def _merge_pass(seen: _Pass, parts: list, base: int) -> None:
     seen.kernel_index.extend(array("q", [i + base for i in index]))
     seen.kernel_corr.extend(corr)
     del index, corr
-    seen.threads.merge(parts.pop(0), base)
+    threads, keys = parts.pop(0)
+    ids = seen.shape_ids
+    to = [ids.setdefault(key, len(ids)) for key in keys]  # the worker's key numbers here
+    seen.threads.merge(threads, base, None if to == list(range(len(to))) else to)
 
 
 def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str], None] | None,
@@ -366,6 +408,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
     index, cost, later, take, other = join.index, join.cost, join.flows_later, seen.add, seen.add_other
     routes: dict[str, tuple[int, int]] = {}
     ops: dict[tuple, tuple] = {}  # read_batch's CPU op outcomes by signature, across the windows
+    shapes = {} if seen.op_shapes else None  # and their op x shape keys' numbers (_Pass.shape_id)
     if not fused:
         events.typed = False  # the methods take dicts
     for batch in events:
@@ -386,7 +429,7 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
                 stage(f"summarizing: {i:,} events read")
             continue
         if fused:
-            i = read_window_batch(batch, i, join, seen, routes, events, ops)
+            i = read_window_batch(batch, i, join, seen, routes, events, ops, shapes)
         else:
             for ev in batch:
                 if type(ev) is dict and ev.get("ph") == "X":
@@ -405,14 +448,14 @@ def _read(events: Windows, join: Any, seen: _Pass, i: int, stage: Callable[[str]
 
 
 def read_window_batch(batch: list, i: int, join: Any, seen: Any, routes: dict, events: Windows,
-                ops: dict | None = None) -> int:
+                      ops: dict | None = None, shapes: dict | None = None) -> int:
     """:func:`~inductor_perf.summary.stream.loop.read_batch` of a window of ``events``; :class:`LayoutError` when an
     event's args that msgspec took are not strict JSON to orjson (a number past a double's range), as
     orjson parsing that window whole would have found."""
     import orjson
 
     try:
-        return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None, ops)
+        return read_batch(batch, i, join, seen, routes, events.load if events.enveloped else None, ops, shapes)
     except orjson.JSONDecodeError:
         raise LayoutError("not strict JSON") from None
 
@@ -471,7 +514,7 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         worker = start_worker(events, light, _worker_part)
         try:
             join = CostJoin(events.load)
-            seen = _Pass()
+            seen = _Pass(op_shapes=not light)
             i = _read(events, join, seen, 0, stage)
             if worker is not None:
                 i = _take(worker, events, join, seen, i, stage)
@@ -481,7 +524,6 @@ def _stream(path: str, device: Any, top: int, label_of: Callable[[dict], str | N
         if not seen.kernels:
             return None  # no device events: a CPU trace, loaded whole
         seen.total = i
-        seen.load = events.load  # the op x shape table reads launching ops back (summary.op_shapes)
         held = [join]  # finish() lets the join go once the costs are placed
         del join
         done = finish(seen, held, events.header or {}, device=device, top=top, label_of=label_of, stage=stage,

@@ -94,8 +94,9 @@ marks) or a cost of its own (``CostJoin._apply``)."""
 
 def _op_args(name: str, text: Any, ops: dict, loads: Callable[[Any], Any]) -> tuple[Any, tuple | None, tuple | None]:
     """A CPU op's args from their text ``text``: (its args, the :meth:`CostJoin.outcome
-    <inductor_perf.costs.from_shapes.CostJoin.outcome>` to replay for it or None, its signature to learn the
-    outcome by or None). With an outcome, the args are its External id alone: all that the join's
+    <inductor_perf.costs.from_shapes.CostJoin.outcome>` to replay for it or None, its signature (to learn
+    the outcome by when there is none, and for its op x shape key) or None when its args are not read
+    by signature). With an outcome, the args are its External id alone: all that the join's
     index and the pass read of an op's args once its cost is known (a step's or a host collective's
     args are kept whole: :func:`_op_learns`). ``ops``: outcomes by signature, the op's name and the
     text of its recorded inputs (the same text gives the same inputs)."""
@@ -112,7 +113,7 @@ def _op_args(name: str, text: Any, ops: dict, loads: Callable[[Any], Any]) -> tu
     ext = o.ext
     if hit is None or (type(ext) is int and not _INT_LO <= ext < _INT_HI):  # an int orjson reads as a float
         return loads(memoryview(text)), None, sig
-    return (_NO_ARGS if ext is unset else {"External id": ext}), hit, None
+    return (_NO_ARGS if ext is unset else {"External id": ext}), hit, sig
 
 
 def _op_learns(name: str) -> bool:
@@ -137,13 +138,13 @@ def _route(cat: str, seen: Any) -> tuple[int, int]:
 
 
 def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tuple[int, int]],
-               load: Callable[[int], Any] | None = None, ops: dict | None = None) -> int:
-    """Feed ``batch``'s events, numbered from ``i``, to ``join`` (a ``CostJoin``) and ``seen`` (a
-    ``_Pass``, or a diff's side: ``comparison.sides._Kept``) as ``join.index`` / ``join.cost`` and
-    ``seen.add`` / ``seen.add_other`` would, in order; the index after the last one. ``routes``:
-    :func:`_route` by category, filled here. ``load``: the batch is envelopes, and ``load(i)`` reads
-    event ``i`` whole (``Windows.load``), for the events not taken here. ``ops`` (envelopes and a
-    ``_Pass`` only): the CPU ops' cost outcomes by signature, for :func:`_cost_op`."""
+               load: Callable[[int], Any] | None = None, ops: dict | None = None, shapes: dict | None = None) -> int:
+    """Feed ``batch``'s events, numbered from ``i``, to ``join`` (a ``CostJoin``) and ``seen`` (a ``_Pass``, or
+    a diff's side: ``comparison.sides._Kept``) as ``join.index`` / ``join.cost`` and ``seen.add`` /
+    ``seen.add_other`` would, in order; the index after the last one. ``routes``: :func:`_route` by category,
+    filled here. ``load``: the batch is envelopes, and ``load(i)`` reads event ``i`` whole (``Windows.load``),
+    for the events not taken here. ``ops`` (envelopes and a ``_Pass`` only): the CPU ops' cost outcomes by
+    signature, for :func:`_cost_op`; ``shapes``: their op x shape keys' numbers, for :func:`_take_host`."""
     other, later, host, (m0, m1, m2) = seen.add_other, join.flows_later.append, _take_host, _MARKS
     typed, (loads, unset) = load is not None, _decoding()
     ops = ops if typed and _op_args_decoder() is not None else None
@@ -211,7 +212,7 @@ def read_batch(batch: list, i: int, join: Any, seen: Any, routes: dict[str, tupl
         if pc == _P_KERNEL:
             _keep_kernel(seen, i, name, cat, pid, tid, ts, dur, args)
         elif pc >= _P_HOST:
-            host(seen, pt, name, cat, ts, dur, args, pc, i)
+            host(seen, pt, name, cat, ts, dur, args, pc, i, sig, shapes)
     join.stats.device_kernels += n_kernels
     seen.used += used
     seen.w0, seen.w1 = min(seen.w0, lo), max(seen.w1, hi)
@@ -290,16 +291,18 @@ def _by_methods(join: Any, seen: Any, i: int, ev: dict) -> None:
 
 
 def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float, args: dict, pc: int,
-               i: int) -> None:
+               i: int, sig: tuple | None = None, shapes: dict | None = None) -> None:
     """The end of ``_Pass.add`` for host event ``i`` on thread ``pt`` (``pc``: ``_P_HOST`` or
-    ``_P_RUNTIME``), with ``_Threads.add`` inline."""
+    ``_P_RUNTIME``), with ``_Threads.add`` inline. ``shapes`` (None: the pass keeps no op x shape keys):
+    the numbers of the CPU ops' keys by their signature ``sig`` as :func:`_op_args` read it (None: not
+    read so; the key is made from ``args``), filled here (``_Pass.shape_id``)."""
     key = seen._thread_keys.get(pt)
     if key is None:
         key = seen._thread_keys[pt] = pt
     threads = seen.threads
     cols = threads.cols.get(key)
     if cols is None:
-        cols = threads.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"))
+        cols = threads.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"), array("i"))
     names, cats = threads.names, threads.cats
     n = names.get(name)
     if n is None:
@@ -312,11 +315,17 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
     cols[2].append(n)
     cols[3].append(c)
     cols[4].append(i)
+    if shapes is not None and cat == "cpu_op":  # its op x shape key, as _Pass.add keeps it
+        got = shapes.get(sig) if sig is not None else None
+        cols[5].append(got if got is not None else seen.shape_id(name, args, sig, shapes))
+    else:
+        cols[5].append(-1)
     if pc == _P_RUNTIME:
         corr = args.get("correlation")
         if corr is not None:
             seen.by_corr[corr if type(corr) is int else _hashable(corr)] = (key, ts, i)
         if "GraphLaunch" in name and evs.replays_cuda_graph(cat, name):
             seen.graph_launches = True
-    elif name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
+        return
+    if name.startswith(_STEP_PREFIX) and _STEP.match(name) or name.startswith(_HOST_COLLECTIVES):
         seen.steps.append(ParsedEvent(name, cat, pt[0], pt[1], ts, dur, args))
