@@ -45,7 +45,7 @@ from ...traces import files as tf
 from ...traces.windows import WINDOW_BYTES, Windows, LayoutError, mapped_text
 from ..kernels import ParsedEvent, _hashable
 from ..op_shapes import ShapeKey, raw_shape_key, shape_key
-from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _STEP, _STEP_PREFIX, read_batch
+from .loop import _DROP_ARGS, _HOST_COLLECTIVES, _LEAF, _NO_ARGS, _STEP, _STEP_PREFIX, new_thread, read_batch
 
 log = logging.getLogger(__name__)
 
@@ -97,12 +97,6 @@ class _HostNode:
         self.end = end
         self.parent: _HostNode | None = None
         self.children: Any = _LEAF
-
-
-def new_thread() -> tuple[array, array, array, array, array, array]:
-    """A thread's columns: start, duration, name id, category id, event index, and the number of a CPU
-    op's op x shape key (``_Pass.shape_ids``; -1: another event, or none kept)."""
-    return array("d"), array("d"), array("l"), array("l"), array("q"), array("i")
 
 
 class _Threads:

@@ -290,6 +290,12 @@ def _by_methods(join: Any, seen: Any, i: int, ev: dict) -> None:
     seen.add(i, ev)
 
 
+def new_thread() -> tuple[array, array, array, array, array, array]:
+    """A thread's columns (``engine._Threads``): start, duration, name id, category id, event index, and
+    the number of a CPU op's op x shape key (``_Pass.shape_ids``; -1: another event, or none kept)."""
+    return array("d"), array("d"), array("l"), array("l"), array("q"), array("i")
+
+
 def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float, args: dict, pc: int,
                i: int, sig: tuple | None = None, shapes: dict | None = None) -> None:
     """The end of ``_Pass.add`` for host event ``i`` on thread ``pt`` (``pc``: ``_P_HOST`` or
@@ -302,7 +308,7 @@ def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float,
     threads = seen.threads
     cols = threads.cols.get(key)
     if cols is None:
-        cols = threads.cols[key] = (array("d"), array("d"), array("l"), array("l"), array("q"), array("i"))
+        cols = threads.cols[key] = new_thread()
     names, cats = threads.names, threads.cats
     n = names.get(name)
     if n is None:
