@@ -15,7 +15,8 @@ collection off at the call that begins the step after the last, inside that comp
   ``ProfilerStep#N`` then runs from the start of one call of the root frame to the start of the
   next, and nests cleanly with the calls' ranges. Then it drops the host events not inside [first
   step's start, last step's end] (the warm-up step, and the ranges of the next step's call that
-  were open when collection went off), the device events those dropped events launched, and flows,
+  were open when collection went off; a range of another thread needs only to start inside the
+  window), the device events those dropped events launched, and flows,
   counters and instants outside the window. Kineto's own ``Trace`` span (``PyTorch Profiler (0)``,
   ignored by the summaries) keeps the profiler's whole run, warm-up included.
 
@@ -116,15 +117,21 @@ def shape_window(trace: dict, *, align_to_calls: bool, drop_partial: bool) -> Wi
     # bounds[-1] (at ~5e12 µs, in about one trace of fifteen), which would drop that step as "outside".
     shape.start_us, shape.end_us = bounds[0], max(bounds[-1], steps[-1]["ts"] + steps[-1]["dur"])
     before = len(events)
-    events[:] = _inside(events, shape.start_us, shape.end_us)
+    events[:] = _inside(events, shape.start_us, shape.end_us, (steps[0].get("pid"), steps[0].get("tid")))
     shape.dropped_events = before - len(events)
     return shape
 
 
-def _inside(events: list[Any], start: float, end: float) -> list[Any]:
-    """The events of the window [start, end]: host ranges wholly inside it, the device events that
-    kept host events launched (by ``correlation``; by time when none says), flows, counters and
-    instants that fall in it; metadata and Kineto's ``Trace`` span always."""
+def _inside(events: list[Any], start: float, end: float, step_thread: tuple[Any, Any]) -> list[Any]:
+    """The events of the window [start, end]: the host ranges of the steps' thread wholly inside it,
+    those of other threads that start inside it, the device events that kept host events launched
+    (by ``correlation``; by time when none says), flows, counters and instants that fall in it;
+    metadata and Kineto's ``Trace`` span always.
+
+    Another thread's range may end after the window: gloo completes a collective's future before it
+    closes its ``gloo:<collective>`` range, so the step's thread can be in the next call while the
+    range of the last step's all-reduce is still open (seen on a loaded machine: the rank then had no
+    collective at all). Ranges of the next step's work on other threads start after the window's end."""
     kept_corr: set[Any] = set()
     dropped_corr: set[Any] = set()
     host: list[tuple[int, bool]] = []
@@ -133,7 +140,8 @@ def _inside(events: list[Any], start: float, end: float) -> list[Any]:
                 or evs.category(e) == _TRACE_CAT):
             continue
         span = _span(e)
-        keep = span is not None and span[0] >= start and span[1] <= end
+        keep = span is not None and start <= span[0] and (
+            span[1] <= end if (e.get("pid"), e.get("tid")) == step_thread else span[0] < end)
         host.append((i, keep))
         corr = evs.event_args(e).get("correlation")
         if corr is not None and not isinstance(corr, (dict, list)):

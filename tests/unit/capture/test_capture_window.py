@@ -115,6 +115,23 @@ def test_the_last_step_stays_when_its_rounded_end_lies_past_the_window():
     assert [r.name for r in summarize(trace).steps] == ["ProfilerStep#0", "ProfilerStep#1"]
 
 
+def test_another_threads_range_that_starts_inside_stays_when_it_ends_after_the_window():
+    """gloo completes an all-reduce's future before it closes its ``gloo:all_reduce`` range, so on a
+    loaded machine the step's thread can reach the next call (the window's end, 300) while the range
+    of step 1's all-reduce, on gloo's thread 3, is still open: [230, 303]. It ran in the window and
+    stays (the summary's comm view clips it to its step). Thread 3's range of the next step, [305,
+    320], and thread 1's range across the end, [290, 310], still go."""
+    trace = env_capture_trace()
+    trace["traceEvents"] += [X("gloo:all_reduce", 230, 73, cat="user_annotation", tid=3),
+                             X("gloo:all_reduce", 305, 15, cat="user_annotation", tid=3),
+                             X("late", 290, 20, cat="user_annotation")]
+    shape = shape_window(trace, align_to_calls=True, drop_partial=False)
+    assert (shape.start_us, shape.end_us) == (100, 300)
+    kept = [(e["ts"], e["tid"]) for e in trace["traceEvents"] if e["name"] in ("gloo:all_reduce", "late")]
+    assert kept == [(230, 3)]
+    assert [r.name for r in summarize(trace).steps] == ["ProfilerStep#0", "ProfilerStep#1"]
+
+
 def test_explicit_block_drops_only_the_partial_last_step():
     """profile(): ProfilerStep#0 [0, 100) and #1 [100, 200) end at p.step() calls; #2 [200, 230)
     was still open at the block's end. It goes; the block's events after the last step stay."""
