@@ -228,8 +228,9 @@ def _tf32_costs(costs: dict[int, Any], on_gpu: bool) -> dict[int, Any]:
 # Kineto's status lines ("USDT:... profiler_start", "STAGE:... Completed Stage: Warm Up"), which it
 # writes to stderr at every profiler start and stop whatever KINETO_LOG_LEVEL says; its complaint when
 # started from another thread than the one it first registered on (the capture says itself which
-# threads its trace lacks); and torch's note at turning CPU collection off (_Window.close).
-_KINETO_STATUS = re.compile(rb"^(?:(?:USDT|STAGE):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\] "
+# threads its trace lacks); and torch's note at turning CPU collection off (_Window.close). Once a
+# process group is up, torch starts its own log lines with the rank ("[rank1]:[W1128 ...").
+_KINETO_STATUS = re.compile(rb"^(?:\[rank\d+\]:)?(?:(?:USDT|STAGE):\d{4}-\d\d-\d\d [\d:]+ \d+:\d+ \w+\.cpp:\d+\] "
                             rb"|ERROR: External init callback must run in same thread as registerClient "
                             rb"|\[W\d{4} [\d:.]+ profiler_kineto\.cpp:\d+\] Toggling CPU activity )")
 

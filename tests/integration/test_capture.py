@@ -529,6 +529,9 @@ def test_kineto_status_lines_are_kept_off_stderr(capfd):
                     b"(1096627904 != 1785191296)\n")
         os.write(2, b"[W1127 22:14:54.964792323 profiler_kineto.cpp:814] Toggling CPU activity with GPU "
                     b"activity on may result in traces with GPU events on arbitrary tracks\n")
+        # the same in a torch.distributed process: torch puts the rank before its log lines
+        os.write(2, b"[rank1]:[W1128 10:21:49.294888312 profiler_kineto.cpp:814] Toggling CPU activity with "
+                    b"GPU activity on may result in traces with GPU events on arbitrary tracks\n")
         os.write(2, b"ERROR: another line of the user's\n")
     torch.ones(4).sum()
     with _without_kineto_status():

@@ -49,6 +49,8 @@ def test_one_trace_per_rank(tmp_path):
     proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
                           cwd=str(tmp_path), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # no warning of ours, nor the profiler's note at turning collection off ("[rank0]:[W... Toggling")
+    assert "Toggling CPU activity" not in proc.stderr and "Warning" not in proc.stderr, proc.stderr[-3000:]
     traces = sorted(glob.glob(str(tmp_path / "out" / "*.trace.json.gz")))
     assert len(traces) == 2
     assert any("_rank0_" in t for t in traces) and any("_rank1_" in t for t in traces)
