@@ -11,7 +11,12 @@ the step it timed without the profiler, over the measured gain) and of shares (i
 problem). The capture runs in another process than the timed rounds, and on a shared machine the load
 changes in between: a share is what stays when the whole step runs slower or faster.
 
+A case of several ranks (``exposed_comm``) runs on two gloo ranks on loopback (``mp.spawn`` in a child
+process), each capturing its own trace; the estimate is the job's finding of the cross-rank view of
+them (``inductor-perf summary DIR``), and the timed rounds start each step on every rank together.
+
     python bench/advisor_calibration.py            # prints the table docs/advisor.md shows
+    python bench/advisor_calibration.py exposed_comm   # some cases only
 
 tests/integration/test_advisor_calibration.py runs the same cases and asserts that the planted kind
 ranks in the top 3 and that the estimate is within 0.5-2x of the measured gain.
@@ -28,7 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import torch
@@ -52,6 +57,8 @@ class Result:
     """Median step with the problem less median step with the fix."""
     problem_us: float
     fixed_us: float
+    others: dict[str, float] = field(default_factory=dict)
+    """Other fixes, timed in the same rounds: name -> median step (the table gives each a row)."""
 
     @property
     def measured_pct(self) -> float:
@@ -87,6 +94,8 @@ class Case:
     sync: Callable[[], None] | None = None
     """Waits for the device (GPU cases): the rounds then time blocks of steps, each ended by one wait, as
     a training loop that never waits each step runs (the capture runs the bare steps too)."""
+    others: dict[str, Callable[[], None]] = field(default_factory=dict)
+    """Other fixes to time beside ``fixed`` (name -> step), reported, not asserted on."""
 
 
 def _capture(builder: Callable[[], Case]) -> list[dict]:
@@ -160,6 +169,99 @@ def _result(kind: str, case: str, findings: list[dict], problem_us: float, fixed
     got = findings[rank - 1] if rank else {}
     return Result(kind, case, got.get("saving_us_per_step"), got.get("saving_pct_of_step"), rank,
                   problem_us - fixed_us, problem_us, fixed_us)
+
+
+# --- cases of several ranks (gloo on loopback) ---------------------------------------------------------------
+RANKS = 2
+
+
+def _rank_main(rank: int, port: int, mode: str, ref: str, out: str, rounds: int, per_round: int) -> None:
+    """One rank of a case of several (``mp.spawn``'s target): join the gloo group, build the case, and
+    either run its problem step as the capture does (``mode`` "capture") or time it against its fixes
+    (:func:`_time_ranks`)."""
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(RANKS))
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=rank, world_size=RANKS)
+    try:
+        module, name = ref.split(":")
+        sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+        case = getattr(importlib.import_module(module), name)()
+        if mode == "capture":
+            for _ in range(SKIP + STEPS + 2):
+                case.problem()
+        else:
+            _time_ranks(case, rank, out, rounds, per_round)
+        dist.barrier()  # every rank done with its collectives before any tears its connections down
+    finally:
+        dist.destroy_process_group()
+
+
+def _time_ranks(case: Case, rank: int, out: str, rounds: int, per_round: int) -> None:
+    """Time the problem step against the fixes in paired rounds, each step started together on every rank
+    (a barrier before it); rank 0 writes the medians to ``out`` (JSON: the case's kind and name, problem,
+    fixed, others)."""
+    import torch.distributed as dist
+
+    steps = [case.problem, case.fixed, *case.others.values()]
+    for _ in range(3):
+        for fn in steps:
+            fn()
+    times: list[list[float]] = [[] for _ in steps]
+    for r in range(rounds):
+        for which in (range(len(steps)) if r % 2 == 0 else reversed(range(len(steps)))):
+            for _ in range(per_round):
+                dist.barrier()
+                t = time.perf_counter()
+                steps[which]()
+                times[which].append((time.perf_counter() - t) * 1e6)
+    if rank == 0:
+        medians = [statistics.median(t) for t in times]
+        with open(out, "w") as f:
+            json.dump({"kind": case.kind, "case": case.case, "problem": medians[0], "fixed": medians[1],
+                       "others": dict(zip(case.others, medians[2:]))}, f)
+
+
+def _spawn_ranks(mode: str, ref: str, out: str, rounds: int, per_round: int) -> None:
+    import socket
+
+    import torch.multiprocessing as mp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    mp.spawn(_rank_main, args=(port, mode, ref, out, rounds, per_round), nprocs=RANKS, join=True)
+
+
+def run_ranks_case(builder: Callable[[], Case], rounds: int, per_round: int) -> Result:
+    """A case of :data:`RANKS` gloo ranks: captured with ``INDUCTOR_PERF_TRACE_DIR`` set (one trace per
+    rank), the estimate the job's finding in the cross-rank view (``inductor-perf summary DIR``, as a
+    user runs it), then timed on every rank in paired rounds (rank 0's medians), each in a child process."""
+    ref = f"{os.path.splitext(os.path.basename(sys.modules[builder.__module__].__file__ or ''))[0]}:{builder.__name__}"
+    me = os.path.abspath(__file__)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "capture")
+        env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=out, INDUCTOR_PERF_SKIP=str(SKIP), INDUCTOR_PERF_STEPS=str(STEPS))
+        for mode, extra_env in (("capture", env), ("time", dict(os.environ))):
+            proc = subprocess.run([sys.executable, me, "--ranks", mode, ref, os.path.join(tmp, "times.json"),
+                                   str(rounds), str(per_round)], env=extra_env, capture_output=True, text=True,
+                                  timeout=900)
+            if proc.returncode != 0:
+                raise RuntimeError(f"{ref}: the {mode} run failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        view = subprocess.run([sys.executable, "-m", "inductor_perf", "summary", out, "--format", "json"],
+                              capture_output=True, text=True, timeout=600)
+        if view.returncode != 0:
+            raise RuntimeError(f"inductor-perf summary {out} failed: {view.stderr[-2000:]}")
+        with open(os.path.join(tmp, "times.json")) as f:
+            times = json.load(f)
+    # the view's findings merge the ranks': the job's own (scope "job") states its saving, a rank's the median
+    findings = [dict(f, saving_us_per_step=f["job_saving_us"] if f.get("job_saving_us") is not None
+                     else f.get("median_saving_us")) for f in json.loads(view.stdout)["findings"]]
+    r = _result(times["kind"], times["case"], findings, times["problem"], times["fixed"],
+                want=lambda f: f.get("scope") == "job")
+    r.others = times["others"]
+    return r
 
 
 # --- input_wait: a slow Dataset ---------------------------------------------------------------------------
@@ -240,7 +342,48 @@ def optimizer_case(rounds: int = 6, per_round: int = 3) -> Result:
     return run_case(optimizer_loops, rounds, per_round)
 
 
-CASES = (input_wait_case, optimizer_case)
+# --- exposed_comm: gradients all-reduced after the backward, one collective a parameter ---------------------
+def exposed_comm_loops() -> Case:
+    """Data parallel by hand on :data:`RANKS` gloo ranks: 4 x Linear(1024) (4.2M parameters, 16.8 MB of
+    gradients), batch 16, each gradient all-reduced after the backward, one call a parameter, so no
+    compute runs beside them. The saving's model is collectives that cost the step nothing (fully
+    overlapped), so the fix timed is the same step without the collectives: the gain overlap can reach
+    at most. DDP, the fix a user applies, is timed beside it (its buckets overlap the backward, but
+    gloo's reductions run on the CPU cores the compute needs)."""
+    import copy
+
+    import torch.distributed as dist
+
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(1024, 1024), nn.ReLU())])
+    x = torch.randn(16, 1024)
+    params = list(model.parameters())
+
+    def loop(net: nn.Module, reduce: bool, ddp: bool = False) -> Callable[[], None]:
+        compiled: nn.Module = torch.compile(net, backend="inductor_perf")
+        if ddp:  # DDP(torch.compile(m)), the pattern DDP's docs recommend
+            compiled = nn.parallel.DistributedDataParallel(compiled, bucket_cap_mb=4)
+        opt = torch.optim.SGD(net.parameters(), lr=1e-3)
+
+        def step() -> None:
+            compiled(x).sum().backward()
+            if reduce:
+                for p in params:
+                    dist.all_reduce(p.grad)
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    return Case("exposed_comm", "2 gloo ranks, 4 x Linear(1024), all_reduce per gradient after backward "
+                "-> no collective (the bound)", loop(model, True), loop(model, False),
+                others={"DDP(bucket_cap_mb=4)": loop(copy.deepcopy(model), False, ddp=True)})
+
+
+def exposed_comm_case(rounds: int = 6, per_round: int = 4) -> Result:
+    return run_ranks_case(exposed_comm_loops, rounds, per_round)
+
+
+CASES = (input_wait_case, optimizer_case, exposed_comm_case)
 
 
 def table(results: list[Result]) -> str:
@@ -252,6 +395,10 @@ def table(results: list[Result]) -> str:
         ratio_us = f"{r.ratio_us:.2f}" if r.ratio_us else "-"
         rows.append(f"| {r.kind} | {r.case} | {est} | {r.measured_us / 1e3:.2f} ms ({r.measured_pct:.0f} %; "
                     f"{r.problem_us / 1e3:.1f} -> {r.fixed_us / 1e3:.1f} ms) | {ratio} | {ratio_us} | {r.rank or '-'} |")
+        for name, fixed_us in r.others.items():
+            other = Result(r.kind, f"(the same, fixed by {name})", r.estimate_us, r.estimate_pct, r.rank,
+                           r.problem_us - fixed_us, r.problem_us, fixed_us)
+            rows.extend(table([other]).splitlines()[2:])
     return "\n".join(rows)
 
 
@@ -261,12 +408,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description="Run the advisor's calibration cases (docs/advisor.md) and print "
                                              "the table: kind, case, estimate, measured gain, ratio, rank.")
     ap.add_argument("--capture", metavar="MODULE:CASE", help=argparse.SUPPRESS)  # the child of _capture
+    ap.add_argument("--ranks", nargs=5, metavar=("MODE", "MODULE:CASE", "OUT", "ROUNDS", "PER_ROUND"),
+                    help=argparse.SUPPRESS)  # the child of run_ranks_case
+    ap.add_argument("cases", nargs="*", metavar="CASE", help="cases to run (default: all): " +
+                    ", ".join(c.__name__.removesuffix("_case") for c in CASES))
     args = ap.parse_args(argv)
     if args.capture:
         _capture_child(args.capture)
         return 0
+    if args.ranks:
+        mode, ref, out, rounds, per_round = args.ranks
+        _spawn_ranks(mode, ref, out, int(rounds), int(per_round))
+        return 0
+    by_name = {c.__name__.removesuffix("_case"): c for c in CASES}
+    unknown = [c for c in args.cases if c not in by_name]
+    if unknown:
+        ap.error(f"unknown case(s) {', '.join(unknown)}: expected some of {', '.join(by_name)}")
     torch.set_num_threads(1)
-    print(table([case() for case in CASES]))
+    print(table([by_name[c]() for c in args.cases] if args.cases else [case() for case in CASES]))
     return 0
 
 

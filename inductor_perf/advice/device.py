@@ -19,6 +19,12 @@ HEADROOM_LINES = 3
 FAST_PATH_RATIO = 1.5
 """A tf32 / bf16 matmul roof at least this many times float32's is a faster path."""
 _NOT_COMPUTE = (KIND_MEMCPY, KIND_MEMSET, KIND_COLLECTIVE)
+HOST_COMM_NOTE = (" These are host collectives (gloo): their reductions run on the CPU cores the compute needs, so "
+                  "overlap hides them only as far as cores are free beside the compute, and buys less than this "
+                  "bound on a CPU job (docs/advisor.md, Calibration).")
+"""Said of host collectives (the communication view's source ``host``): measured with DDP on two ranks of one
+core each, overlap bought under a third of the bound."""
+
 COMM_FIX = ("overlap communication with compute: DDP(bucket_cap_mb=..., gradient_as_bucket_view=True), FSDP "
             "forward/backward prefetch, async collectives issued early; or fewer, larger collectives")
 
@@ -104,7 +110,8 @@ def find_exposed_comm(record: Mapping[str, Any] | None, summary: Any) -> list[Fi
         f"collectives {us(step.per_step(comm.comm_us))} a step, {us(step.per_step(exposed))} of it exposed "
         f"(no compute kernel running); step = {step.basis}. Model: collectives fully overlapped with compute "
         "on this rank; part of it may be waiting for a later rank (the cross-rank view, inductor-perf summary DIR, "
-        "gives what the job loses: the exposed time of the rank the others wait for).",
+        "gives what the job loses: the exposed time of the rank the others wait for)."
+        + (HOST_COMM_NOTE if comm.source == "host" else ""),
         COMM_FIX)]
 
 
@@ -143,7 +150,8 @@ def find_job_exposed_comm(ranks: Sequence[Any], per: str = "step") -> Finding | 
                 "synchronous job's step is as slow as its slowest rank, and a collective ends on every rank once the "
                 "last rank arrives, so the last rank's exposed collective time is what the job loses to "
                 "communication; collectives fully overlapped with compute take it off the step (an upper bound: "
-                "a collective cannot overlap the compute it waits for).")
+                "a collective cannot overlap the compute it waits for)."
+                + (HOST_COMM_NOTE if getattr(last, "collectives", None) == "host" else ""))
     return Finding(
         kind="exposed_comm", title=f"the job loses {us(saving)} a {per} to collectives no compute hides (on rank "
         f"{last.rank}, the last to arrive at them)", source=None, module=None, saving_us_per_step=round(saving, 3),

@@ -60,10 +60,10 @@ def test_exposed_comm_hand_arithmetic():
     assert f.saving_us_per_step == 50.0
 
 
-def _rank(rank, step, comm, exposed):
+def _rank(rank, step, comm, exposed, collectives="device"):
     from types import SimpleNamespace
 
-    return SimpleNamespace(rank=rank, step_us=step, comm_us=comm, exposed_comm_us=exposed)
+    return SimpleNamespace(rank=rank, step_us=step, comm_us=comm, exposed_comm_us=exposed, collectives=collectives)
 
 
 def test_job_exposed_comm_is_the_last_ranks_hand_arithmetic():
@@ -77,8 +77,24 @@ def test_job_exposed_comm_is_the_last_ranks_hand_arithmetic():
     assert (f.kind, f.saving_us_per_step, f.saving_pct_of_step) == ("exposed_comm", 60, 6)
     assert "rank 1" in f.title and "median 375 µs exposed" in f.evidence and "315 µs, is waiting" in f.evidence
     assert "Model: a synchronous job's step is as slow as its slowest rank" in f.evidence
+    assert "gloo" not in f.evidence  # device collectives: nothing said of CPU cores
+    # host collectives (gloo) share the CPU with the compute: the evidence says overlap buys less
+    host = find_job_exposed_comm([_rank(0, 1000, 500, 400, "host"), _rank(1, 1000, 100, 60, "host")])
+    assert host.saving_us_per_step == 60 and "host collectives (gloo)" in host.evidence
     # nothing exposed on the last rank: the others' exposed time is all waiting, nothing to overlap
     assert find_job_exposed_comm([_rank(0, 1000, 500, 400), _rank(1, 1000, 100, 0)]) is None
     assert find_job_exposed_comm([_rank(0, 1000, 0, 0)]) is None  # no collective anywhere
     # per window: the unit is said
     assert "a window" in find_job_exposed_comm([_rank(0, 1000, 500, 400), _rank(1, 1000, 100, 60)], "window").title
+
+
+def test_exposed_comm_of_host_collectives_says_overlap_buys_less():
+    """A CPU rank: aten::addmm 0..50 on the main thread, gloo's all-reduce 40..140 on its own thread, one
+    step 0..200: 90 µs of the collective with no compute beside it, and it is a host collective."""
+    op = {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1}
+    events = [{**op, "name": "ProfilerStep#3", "cat": "user_annotation", "ts": 0, "dur": 200},
+              {**op, "name": "aten::addmm", "ts": 0, "dur": 50},
+              {**op, "name": "gloo:all_reduce", "cat": "user_annotation", "tid": 2, "ts": 40, "dur": 100,
+               "args": {"Input Dims": [[676]], "Input type": ["float"]}}]
+    (f,) = _kinds(events, lookup("cpu"))["exposed_comm"]
+    assert f.saving_us_per_step == 90 and "host collectives (gloo)" in f.evidence
