@@ -77,8 +77,10 @@ class OpShapeRow:
 
 @dataclass
 class _Sums:
-    calls: set[int] | int = field(default_factory=set)
-    """The ids of the distinct calls; their number once :meth:`OpShapeSums.done`."""
+    calls: set[int] = field(default_factory=set)
+    """The ids of the distinct calls, until :meth:`OpShapeSums.done` counts them."""
+    n_calls: int = 0
+    """Their number, once :meth:`OpShapeSums.done`."""
     kernels: int = 0
     time: float = 0.0
     flop: float | int | None = None
@@ -261,7 +263,7 @@ class OpShapeSums:
             if s is None:
                 s = table[key] = _Sums()
             dur = k.dur
-            s.calls.add(call)  # type: ignore[union-attr]
+            s.calls.add(call)
             s.kernels += 1
             s.time += dur
             s.kind[kind] += dur
@@ -281,8 +283,9 @@ class OpShapeSums:
         instead of their ids (all that :meth:`rows` reads of them). Nothing can be added after."""
         self.keys = {}
         for s in self.table.values():
-            if type(s.calls) is not int:
-                s.calls = len(s.calls)  # type: ignore[arg-type]
+            if s.calls:  # every row has a call: empty once counted
+                s.n_calls += len(s.calls)
+                s.calls = set()
 
     def rows(self, roofs: Roofs | None, top: int) -> list[OpShapeRow]:
         """The ``top`` rows, most time (as shown, rounded) first, then by key (:meth:`done` first,
@@ -298,8 +301,8 @@ class OpShapeSums:
             p = row_placement(s.flop, s.gb, s.flop_time, s.gb_time, s.kernels, _dominant(s.dtype),
                               _dominant(s.kind), _dominant(s.memory_roof), roofs, None)
             rows.append(OpShapeRow(
-                op=key[0], shapes=key[1], dtypes=key[2], calls=s.calls, kernels=s.kernels,  # type: ignore[arg-type]
-                total_us=rounded(s.time), mean_us=rounded(s.time / s.calls), flop=s.flop,  # type: ignore[operator]
+                op=key[0], shapes=key[1], dtypes=key[2], calls=s.n_calls, kernels=s.kernels,
+                total_us=rounded(s.time), mean_us=rounded(s.time / s.n_calls), flop=s.flop,
                 gb=six_digits(s.gb), achieved_tflops=tflops, achieved_gbps=gbps,
                 pct_of_roof=p.pct_of_roof if p is not None else None, roof=p.roof if p is not None else None,
                 above_roof_reason=p.above_roof_reason if p is not None else None))
