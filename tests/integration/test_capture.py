@@ -211,13 +211,15 @@ def test_mlp_first_recorded_step_follows_a_dropped_warmup_step(mlp_run):
     that is not kept: Kineto's span of the profiler's run (its own "Trace" event) starts a whole step
     before the first recorded step (at least about as long as the shortest recorded one, as the
     warm-up step did a step's work and the start-up besides). Started at the first recorded step, the
-    profiler's span would begin only its start-up time (~0.2 ms here) before it."""
+    profiler's span would begin only its start-up time (~0.2 ms here) before it. Half a step is the
+    bar: on a loaded machine one step can run 15 % faster than the next (a 155 ms warm-up step beside
+    180 ms recorded ones was seen), and the start-up alone is a few thousandths of a step."""
     out, _, _ = mlp_run
     trace = _strict_load_gz(glob.glob(str(out / "*.trace.json.gz"))[0])
     (span,) = [e for e in trace["traceEvents"] if e.get("ph") == "X" and e.get("cat") == "Trace"]
     steps = [e for e in _host_x(trace) if e["name"].startswith("ProfilerStep#")]
     first = min(e["ts"] for e in steps)
-    assert first - span["ts"] >= 0.9 * min(e["dur"] for e in steps), (first - span["ts"], steps)
+    assert first - span["ts"] >= 0.5 * min(e["dur"] for e in steps), (first - span["ts"], steps)
 
 
 def test_mlp_summary_json_matches_text(mlp_run):
