@@ -7,12 +7,10 @@ each row's number of calls, not their ids."""
 from __future__ import annotations
 
 import gc
-import subprocess
-import sys
 from collections import Counter
 
 import pytest
-from engine_inputs import ROOT
+from engine_inputs import generated_trace
 
 from inductor_perf.summary.kernels import ParsedEvent
 from inductor_perf.summary.op_shapes import OpShapeSums
@@ -22,10 +20,7 @@ from inductor_perf.summary.stream import engine as summary_stream
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     """A Kineto-layout trace of ~3,000 events from the bench generator (one host thread)."""
-    p = tmp_path_factory.mktemp("gen") / "kineto.json"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "gen_trace.py"), "3000", str(p)], check=True,
-                   capture_output=True)
-    return p
+    return generated_trace(tmp_path_factory.mktemp("gen"))
 
 
 def test_host_forest_built_once_and_freed_without_the_collector(generated, monkeypatch):
