@@ -114,8 +114,7 @@ class AdviceSignals:
 
 # --- Intervals -----------------------------------------------------------------------------------------
 def minus(a: list[Span], b: list[Span]) -> list[Span]:
-    """``a`` less ``b`` (both merged and sorted; of each item of ``b`` only its first two, start and
-    end, are read)."""
+    """``a`` less ``b`` (both merged and sorted)."""
     out: list[Span] = []
     j = 0
     for s, e in a:
@@ -133,9 +132,9 @@ def minus(a: list[Span], b: list[Span]) -> list[Span]:
 
 
 def gaps_of(window: Any) -> list[Span]:
-    """The idle spans of a busy window: its [start, end] less its kernels' merged spans (whose
-    first two items, start and end, are all :func:`minus` reads: no copy of them)."""
-    return minus([(window.start, window.end)], window.merged) if window.end > window.start else []
+    """The idle spans of a busy window: its [start, end] less its kernels' merged spans."""
+    busy = [(s, e) for s, e, *_ in window.merged]
+    return minus([(window.start, window.end)], busy) if window.end > window.start else []
 
 
 # --- Host events -----------------------------------------------------------------------------------------
@@ -188,14 +187,13 @@ class _Collect:
         self.compiled: list[Span] = []
         self.syncs: list[tuple[Any, float, float]] = []
         self.optimizer: list[Any] = []
-        self.outer: list[Any] = []
-        """The outermost events below the steps (the events themselves: no tuple each)."""
+        self.outer: list[tuple[str, float, float]] = []
         self.roles: dict[str, int] = {}
 
     def thread(self, roots: list[Any]) -> None:
         for e in _below_steps(roots):
             if e.cat.lower() not in _PROFILER_CATS:
-                self.outer.append(e)
+                self.outer.append((e.name, e.ts, e.end))
         role_of, roles = self.roles.get, self.roles
         for e in _walk(roots):
             name = e.name
@@ -261,10 +259,8 @@ def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: 
         sig.launch_gap_us = span_overlap(gaps, compiled)
         sig.compiled_calls = len(got.compiled)
         taken = merge_spans(got.compiled + other)
-        rest = minus(gaps, taken) if taken else gaps  # (minus(gaps, []) is gaps)
-        sig.eager_idle_us = _eager_idle(rest, got.outer)
-        sig.eager_idle_total_us = sum(e - s for s, e in rest)
-        del rest
+        sig.eager_idle_us = _eager_idle(gaps, taken, got.outer)
+        sig.eager_idle_total_us = sum(e - s for s, e in minus(gaps, taken))
         sig.syncs = _sync_sites(got.syncs, gaps, window, tk.kernels)
         for k in tk.kernels:
             if k.cat.lower() in ("gpu_memcpy", "memcpy") and PAGEABLE.search(k.name):
@@ -275,16 +271,15 @@ def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: 
     return sig
 
 
-def _eager_idle(rest: list[Span], outer: list[Any]) -> dict[str, float]:
-    """Idle time in ``rest`` (the gaps less the time taken by loaders, syncs and compiled calls), by
-    the outermost host event over it (``outer``: all threads')."""
+def _eager_idle(gaps: list[Span], taken: list[Span], outer: list[tuple[str, float, float]]) -> dict[str, float]:
+    """Idle time in ``gaps`` less ``taken``, by the outermost host event over it (all threads)."""
+    rest = minus(gaps, taken)
     if not rest:
         return {}
     ends = [e for _, e in rest]
     acc: dict[str, float] = {}
     covered = []
-    for ev in outer:
-        name, s, e = ev.name, ev.ts, ev.end
+    for name, s, e in outer:
         t = 0.0
         i = bisect.bisect_right(ends, s)  # the first idle span that ends after the event starts
         while i < len(rest) and rest[i][0] < e:
@@ -294,8 +289,8 @@ def _eager_idle(rest: list[Span], outer: list[Any]) -> dict[str, float]:
             i += 1
         if t > 0:
             acc[name] = acc.get(name, 0.0) + t
-            covered.append(ev)
-    lone = sum(b - a for a, b in minus(rest, merge_spans((ev.ts, ev.end) for ev in covered)))
+            covered.append((s, e))
+    lone = sum(b - a for a, b in minus(rest, merge_spans(covered)))
     if lone > 0:
         acc[evs.NO_HOST_EVENT] = lone
     return dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -156,13 +156,13 @@ STRAGGLER_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def _captured_view(tmp_path, capsys, script_text: str):
-    """Run ``script_text`` (two gloo ranks) with the env-var capture (skip 2 steps, record 1), then
-    ``inductor-perf summary OUT --format json``: (the run, OUT, the cross-rank view)."""
+def test_slow_rank_is_named_the_straggler(tmp_path, capsys):
+    """Rank 1 sleeps 200 ms before each backward, so rank 0 waits ~200 ms per step in the gradient
+    all-reduce: the cross-rank view must name rank 1, and rank 0 writes it at the end of the window."""
     from inductor_perf import cli
 
-    script = tmp_path / "ddp_ranks.py"
-    script.write_text(script_text)
+    script = tmp_path / "ddp_slow.py"
+    script.write_text(STRAGGLER_SCRIPT)
     out = tmp_path / "out"
     env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=str(out), INDUCTOR_PERF_SKIP="2", INDUCTOR_PERF_STEPS="1",
                INDUCTOR_PERF_RANKS_WAIT_S="60")
@@ -170,15 +170,7 @@ def _captured_view(tmp_path, capsys, script_text: str):
                           cwd=str(tmp_path), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert cli.main(["summary", str(out), "--format", "json"]) == 0
-    return proc, out, json.loads(capsys.readouterr().out)
-
-
-def test_slow_rank_is_named_the_straggler(tmp_path, capsys):
-    """Rank 1 sleeps 200 ms before each backward, so rank 0 waits ~200 ms per step in the gradient
-    all-reduce: the cross-rank view must name rank 1, and rank 0 writes it at the end of the window."""
-    from inductor_perf import cli
-
-    proc, out, view = _captured_view(tmp_path, capsys, STRAGGLER_SCRIPT)
+    view = json.loads(capsys.readouterr().out)
     assert view["ranks_present"] == [0, 1] and view["backend"] == "gloo"
     assert view["per"] == "step"  # the env-var capture marks ProfilerStep ranges
     assert view["straggler"] is not None, (view.get("straggler_note"), view.get("ranks"))  # what was found instead
@@ -220,8 +212,19 @@ def test_a_collective_range_that_closes_after_its_step_is_kept(tmp_path, capsys)
     range is still open: held open here by 20 ms with a callback on the future. The range must stay in
     the window: before it did, neither rank had a collective and no straggler could be named (as on a
     loaded CI machine, where gloo's thread was descheduled in between)."""
+    from inductor_perf import cli
+
     assert HELD_SCRIPT.count("register_comm_hook") == 1 and HELD_SCRIPT.count("time.sleep(0.1)") == 1
-    _, out, view = _captured_view(tmp_path, capsys, HELD_SCRIPT)
+    script = tmp_path / "ddp_held.py"
+    script.write_text(HELD_SCRIPT)
+    out = tmp_path / "out"
+    env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=str(out), INDUCTOR_PERF_SKIP="2", INDUCTOR_PERF_STEPS="1",
+               INDUCTOR_PERF_RANKS_WAIT_S="60")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env,
+                          cwd=str(tmp_path), timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert cli.main(["summary", str(out), "--format", "json"]) == 0
+    view = json.loads(capsys.readouterr().out)
     assert [r["collectives"] for r in view["ranks"]] == ["host", "host"], view["ranks"]
     assert view["straggler"] is not None and view["straggler"]["rank"] == 1, view.get("straggler_note")
     # every trace still ends where its last step does: the kept range is the one that starts inside it
