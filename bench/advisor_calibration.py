@@ -98,10 +98,16 @@ class Case:
     """Other fixes to time beside ``fixed`` (name -> step), reported, not asserted on."""
 
 
+def _ref(builder: Callable[[], Case]) -> str:
+    """``MODULE:NAME`` of a case's builder, for a child process to import it by."""
+    module = sys.modules[builder.__module__].__file__ or ""
+    return f"{os.path.splitext(os.path.basename(module))[0]}:{builder.__name__}"
+
+
 def _capture(builder: Callable[[], Case]) -> list[dict]:
     """The findings an env-var capture of ``builder()``'s problem step wrote (summary.json), from a child
     process that runs this file with ``--capture``."""
-    ref = f"{os.path.splitext(os.path.basename(sys.modules[builder.__module__].__file__ or ''))[0]}:{builder.__name__}"
+    ref = _ref(builder)
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=out, INDUCTOR_PERF_SKIP=str(SKIP), INDUCTOR_PERF_STEPS=str(STEPS))
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--capture", ref], env=env,
@@ -131,19 +137,19 @@ def run_case(builder: Callable[[], Case], rounds: int, per_round: int, warm: int
         c.problem()
         c.fixed()
     findings = _capture(builder)
-    return _result(c.kind, c.case, findings, *_paired(c.problem, c.fixed, rounds, per_round, c.sync), want=c.want)
+    return _result(c.kind, c.case, findings, *_rounds([c.problem, c.fixed], rounds, per_round, c.sync), want=c.want)
 
 
-def _paired(problem: Callable[[], None], fixed: Callable[[], None], rounds: int, per_round: int,
-            sync: Callable[[], None] | None = None) -> tuple[float, float]:
-    """Median step time (µs) of each, over ``rounds`` rounds that alternate them, ``per_round`` steps each:
-    each step timed alone, or with ``sync`` (a device's wait) each round's steps as one block ended by it,
-    the block's time over its steps one sample."""
-    times: dict[int, list[float]] = {0: [], 1: []}
+def _rounds(steps: list[Callable[[], None]], rounds: int, per_round: int, sync: Callable[[], None] | None = None,
+            before: Callable[[], None] | None = None) -> list[float]:
+    """Median step time (µs) of each of ``steps``, over ``rounds`` rounds that alternate them (in order,
+    then in reverse), ``per_round`` steps each: each step timed alone (``before`` run, untimed, ahead of
+    it: the ranks' barrier), or with ``sync`` (a device's wait) each round's steps as one block ended by
+    it, the block's time over its steps one sample."""
+    times: list[list[float]] = [[] for _ in steps]
     for r in range(rounds):
-        order = (0, 1) if r % 2 == 0 else (1, 0)
-        for which in order:
-            fn = (problem, fixed)[which]
+        for which in (range(len(steps)) if r % 2 == 0 else reversed(range(len(steps)))):
+            fn = steps[which]
             if sync is not None:
                 sync()
                 t = time.perf_counter()
@@ -153,10 +159,12 @@ def _paired(problem: Callable[[], None], fixed: Callable[[], None], rounds: int,
                 times[which].append((time.perf_counter() - t) * 1e6 / per_round)
                 continue
             for _ in range(per_round):
+                if before is not None:
+                    before()
                 t = time.perf_counter()
                 fn()
                 times[which].append((time.perf_counter() - t) * 1e6)
-    return statistics.median(times[0]), statistics.median(times[1])
+    return [statistics.median(t) for t in times]
 
 
 def _result(kind: str, case: str, findings: list[dict], problem_us: float, fixed_us: float,
@@ -208,16 +216,8 @@ def _time_ranks(case: Case, rank: int, out: str, rounds: int, per_round: int) ->
     for _ in range(3):
         for fn in steps:
             fn()
-    times: list[list[float]] = [[] for _ in steps]
-    for r in range(rounds):
-        for which in (range(len(steps)) if r % 2 == 0 else reversed(range(len(steps)))):
-            for _ in range(per_round):
-                dist.barrier()
-                t = time.perf_counter()
-                steps[which]()
-                times[which].append((time.perf_counter() - t) * 1e6)
+    medians = _rounds(steps, rounds, per_round, before=dist.barrier)
     if rank == 0:
-        medians = [statistics.median(t) for t in times]
         with open(out, "w") as f:
             json.dump({"kind": case.kind, "case": case.case, "problem": medians[0], "fixed": medians[1],
                        "others": dict(zip(case.others, medians[2:]))}, f)
@@ -238,7 +238,7 @@ def run_ranks_case(builder: Callable[[], Case], rounds: int, per_round: int) -> 
     """A case of :data:`RANKS` gloo ranks: captured with ``INDUCTOR_PERF_TRACE_DIR`` set (one trace per
     rank), the estimate the job's finding in the cross-rank view (``inductor-perf summary DIR``, as a
     user runs it), then timed on every rank in paired rounds (rank 0's medians), each in a child process."""
-    ref = f"{os.path.splitext(os.path.basename(sys.modules[builder.__module__].__file__ or ''))[0]}:{builder.__name__}"
+    ref = _ref(builder)
     me = os.path.abspath(__file__)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "capture")
@@ -390,16 +390,19 @@ def table(results: list[Result]) -> str:
     rows = ["| kind | case | estimate (share of the captured step) | measured gain (step with problem -> fixed) "
             "| ratio of shares | ratio of times | rank |", "|---|---|---|---|---|---|---|"]
     for r in results:
-        est = f"{r.estimate_us / 1e3:.2f} ms ({r.estimate_pct:.0f} %)" if r.estimate_us else "-"
-        ratio = f"{r.ratio:.2f}" if r.ratio else "-"
-        ratio_us = f"{r.ratio_us:.2f}" if r.ratio_us else "-"
-        rows.append(f"| {r.kind} | {r.case} | {est} | {r.measured_us / 1e3:.2f} ms ({r.measured_pct:.0f} %; "
-                    f"{r.problem_us / 1e3:.1f} -> {r.fixed_us / 1e3:.1f} ms) | {ratio} | {ratio_us} | {r.rank or '-'} |")
+        rows.append(_row(r))
         for name, fixed_us in r.others.items():
-            other = Result(r.kind, f"(the same, fixed by {name})", r.estimate_us, r.estimate_pct, r.rank,
-                           r.problem_us - fixed_us, r.problem_us, fixed_us)
-            rows.extend(table([other]).splitlines()[2:])
+            rows.append(_row(Result(r.kind, f"(the same, fixed by {name})", r.estimate_us, r.estimate_pct, r.rank,
+                                    r.problem_us - fixed_us, r.problem_us, fixed_us)))
     return "\n".join(rows)
+
+
+def _row(r: Result) -> str:
+    est = f"{r.estimate_us / 1e3:.2f} ms ({r.estimate_pct:.0f} %)" if r.estimate_us else "-"
+    ratio = f"{r.ratio:.2f}" if r.ratio else "-"
+    ratio_us = f"{r.ratio_us:.2f}" if r.ratio_us else "-"
+    return (f"| {r.kind} | {r.case} | {est} | {r.measured_us / 1e3:.2f} ms ({r.measured_pct:.0f} %; "
+            f"{r.problem_us / 1e3:.1f} -> {r.fixed_us / 1e3:.1f} ms) | {ratio} | {ratio_us} | {r.rank or '-'} |")
 
 
 def main(argv: list[str] | None = None) -> int:
