@@ -18,7 +18,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -26,6 +25,7 @@ import pytest
 from inductor_perf import cli
 from inductor_perf.ranks.executors import run_map, run_on
 from inductor_perf.ranks.files import cross_rank_files, ranks_view
+from ctrl_c import ctrl_c_after
 from rank_copies import rank_copies
 from rank_tasks import kill_worker_on_rank_1, sleepy
 
@@ -162,13 +162,8 @@ def test_ctrl_c_cancels_the_cluster_tasks(cluster):
     """SIGINT 1 s into 8 tasks of 2 s on two one-thread workers: KeyboardInterrupt comes out, and the
     scheduler forgets the tasks (uncancelled, they would keep the cluster busy ~7 s more)."""
     before = sum(executed(cluster).values())
-    timer = threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            run_map(cluster.get_executor(), [f"r{n}" for n in range(8)], fn=sleepy)
-    finally:
-        timer.cancel()
+    with ctrl_c_after(1.0), pytest.raises(KeyboardInterrupt):
+        run_map(cluster.get_executor(), [f"r{n}" for n in range(8)], fn=sleepy)
     deadline = time.monotonic() + 3.0
     while cluster.run_on_scheduler(lambda dask_scheduler: len(dask_scheduler.tasks)) and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -11,10 +11,8 @@ import concurrent.futures as cf
 import json
 import os
 import pickle
-import signal
 import subprocess
 import sys
-import threading
 import time
 
 import pytest
@@ -24,6 +22,7 @@ from inductor_perf.ranks.digest import Digest, digest, view_of
 from inductor_perf.ranks.executors import map_digests, progress_text, run_local, run_map
 from inductor_perf.ranks.files import cross_rank_files, ranks_view
 from inductor_perf.summary.files import trace_files
+from ctrl_c import ctrl_c_after
 from rank_copies import rank_copies
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -93,13 +92,10 @@ def test_ctrl_c_while_waiting_cancels_the_futures():
     """A real SIGINT 0.5 s into a map of 10 tasks of 0.3 s on one thread: KeyboardInterrupt comes out
     of the wait, and every task that had not started is cancelled (at most 3 could have started)."""
     pool = Recording(1)
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
     try:
-        with pytest.raises(KeyboardInterrupt):
+        with ctrl_c_after(0.5), pytest.raises(KeyboardInterrupt):
             run_map(pool, [f"r{n}" for n in range(10)], fn=slow)
     finally:
-        timer.cancel()
         pool.shutdown(wait=True)
     assert len(pool.futures) == 10
     assert sum(f.cancelled() for f in pool.futures) >= 7
