@@ -84,14 +84,14 @@ class CommView:
 
 def merge_spans(spans: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
     """The union of ``spans`` as sorted, disjoint spans (empty ones dropped)."""
-    out: list[list[float]] = []
+    out: list[tuple[float, float]] = []
     for s, e in sorted(spans):
         if out and s <= out[-1][1]:
             if e > out[-1][1]:
-                out[-1][1] = e
+                out[-1] = (out[-1][0], e)
         elif e > s:
-            out.append([s, e])
-    return [(s, e) for s, e in out]
+            out.append((s, e))
+    return out
 
 
 def _length(merged: list[tuple[float, float]]) -> float:

@@ -42,7 +42,7 @@ from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_p
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
 from .graph_gaps import GraphGaps, graph_gaps
 from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
-from .idle_split import launch_times, stream_idle
+from .idle_split import StreamIdleRow, launch_times, stream_idle
 from .op_shapes import OpShapeSums, shape_sums
 from .utilization import utilization
 
@@ -513,8 +513,10 @@ class SummaryParts:
     """The idle tables of the same, when computed already (by the streaming summary's helper process)."""
     unions: Mapping[int, float] | None = None
     """:func:`top_unions` of ``totals``, when computed already (likewise)."""
-    launch_ts: Mapping[int, float] | None = None
-    """Each kernel's launch call start by ``id`` (:func:`~.idle_split.launch_times`; None: made here)."""
+    idle_by_stream: list[StreamIdleRow] | None = None
+    """The idle split by stream (:func:`~.idle_split.stream_idle`, its ``top`` rows), when computed
+    already (by the streaming summary, which lets each kernel's launch time go before the tables that
+    follow); None: made here."""
     record: Mapping[str, Any] | None = None
     """The trace's own record (:data:`inductor_perf.devices.props.RECORD_KEY`), for the advisor."""
     graph_gaps: GraphGaps | None = None
@@ -576,8 +578,8 @@ def assemble(parts: SummaryParts) -> Summary:
         flops_unknown=None if totals.any_flop else flops_unknown(kernels, compute_time, uncosted, parts.costs_note),
         above_peak_reason=above,
         comm=comm_view(kernels, totals.kinds, tk.host_events, window.start, _compute_sums(totals, window)),
-        idle_by_stream=stream_idle(kernels, parts.launch_ts if parts.launch_ts is not None else
-                                   launch_times(tk.host_events, kernels), tk.definition)[:top],
+        idle_by_stream=(parts.idle_by_stream if parts.idle_by_stream is not None else
+                        stream_idle(kernels, launch_times(tk.host_events, kernels), tk.definition)[:top]),
         mfu_pct=util.mfu_pct, hfu_pct=util.hfu_pct, model_flop_per_step=util.model_flop_per_step,
         hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note,
         mfu_unprofiled_pct=util.mfu_unprofiled_pct,

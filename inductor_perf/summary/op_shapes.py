@@ -78,6 +78,9 @@ class OpShapeRow:
 @dataclass
 class _Sums:
     calls: set[int] = field(default_factory=set)
+    """The ids of the distinct calls, until :meth:`OpShapeSums.done` counts them."""
+    n_calls: int = 0
+    """Their number, once :meth:`OpShapeSums.done`."""
     kernels: int = 0
     time: float = 0.0
     flop: float | int | None = None
@@ -192,27 +195,24 @@ _GENERATED = object()
 def streamed_shape_keys(seen: Any, labels: Mapping[int, Mapping[str, Any]] | None) -> dict[int, tuple[ShapeKey, int]]:
     """:func:`shape_keys` of a streamed GPU trace (:mod:`inductor_perf.summary.stream.finish`), the same
     rule from what its pass kept instead of the events: ``seen`` (``summary.stream.engine._Pass``)
-    has the kernels and their event indices and correlation ids, each runtime call's event index by
-    correlation id, and the host events' columns with each CPU op's key number (``seen.shape_ids``),
+    has the kernels and their event indices, each kernel's launch call's event index (``kernel_call``,
+    -1: none), and the host events' columns with each CPU op's key number (``seen.shape_ids``),
     whose nesting gives each runtime call's enclosing ops (``seen.threads.enclosing_ops``); ``labels``
     the kernels' ``launch_op`` labels when the summary placed the costs (else the kernel's own arg).
     No event is read again: this runs after the pass, on what it kept."""
     keys = list(seen.shape_ids)
-    by_corr = seen.by_corr
     out: dict[int, tuple[ShapeKey, int]] = {}
     kernels = seen.kernels
     names: list[Any] = [_GENERATED] * len(kernels)  # each kernel's launch_op, by its position
     wanted: dict[int, int | list[int]] = {}  # runtime call -> the position of its kernel (several: a list)
-    for n, (k, i, corr) in enumerate(zip(kernels, seen.kernel_index, seen.kernel_corr)):
+    for n, (k, i, r) in enumerate(zip(kernels, seen.kernel_index, seen.kernel_call)):
         args = k.args
         if args.get(evs.KERNEL_KIND) == "generated":
             out[id(k)] = (_compiled_key(k), id(k))
             continue
         lab = labels.get(i) if labels else None
         name = names[n] = lab.get(evs.LAUNCH_OP) if lab else args.get(evs.LAUNCH_OP)
-        got = by_corr.get(corr if type(corr) is int else _hashable(corr)) if corr is not None else None
-        if got is not None:
-            r = got[2]
+        if r >= 0:
             had = wanted.get(r)
             wanted[r] = n if had is None else [*had, n] if type(had) is list else [had, n]
     op_names = [key[0] for key in keys]
@@ -278,8 +278,19 @@ class OpShapeSums:
             if memory_roof is not None:
                 s.memory_roof[memory_roof] += dur
 
+    def done(self) -> None:
+        """Once every kernel is summed: let the kernels' keys go, and keep each row's number of calls
+        instead of their ids (all that :meth:`rows` reads of them). Nothing can be added after."""
+        self.keys = {}
+        for s in self.table.values():
+            if s.calls:  # every row has a call: empty once counted
+                s.n_calls += len(s.calls)
+                s.calls = set()
+
     def rows(self, roofs: Roofs | None, top: int) -> list[OpShapeRow]:
-        """The ``top`` rows, most time (as shown, rounded) first, then by key."""
+        """The ``top`` rows, most time (as shown, rounded) first, then by key (:meth:`done` first,
+        when it was not called)."""
+        self.done()
         table = self.table
         order = sorted(table, key=lambda key: (-rounded(table[key].time), key[0], key[1] or "", key[2] or ""))
         rows = []
@@ -290,8 +301,8 @@ class OpShapeSums:
             p = row_placement(s.flop, s.gb, s.flop_time, s.gb_time, s.kernels, _dominant(s.dtype),
                               _dominant(s.kind), _dominant(s.memory_roof), roofs, None)
             rows.append(OpShapeRow(
-                op=key[0], shapes=key[1], dtypes=key[2], calls=len(s.calls), kernels=s.kernels,
-                total_us=rounded(s.time), mean_us=rounded(s.time / len(s.calls)), flop=s.flop,
+                op=key[0], shapes=key[1], dtypes=key[2], calls=s.n_calls, kernels=s.kernels,
+                total_us=rounded(s.time), mean_us=rounded(s.time / s.n_calls), flop=s.flop,
                 gb=six_digits(s.gb), achieved_tflops=tflops, achieved_gbps=gbps,
                 pct_of_roof=p.pct_of_roof if p is not None else None, roof=p.roof if p is not None else None,
                 above_roof_reason=p.above_roof_reason if p is not None else None))
@@ -304,6 +315,7 @@ def shape_sums(tk: TraceKernels, kinds: Mapping[int, str], static: Callable[[Map
     sums = OpShapeSums(shape_keys(tk))
     for k in tk.kernels:
         sums.add(k, static(k.args), kinds[id(k)])
+    sums.done()
     return sums
 
 

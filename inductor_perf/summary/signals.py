@@ -114,7 +114,8 @@ class AdviceSignals:
 
 # --- Intervals -----------------------------------------------------------------------------------------
 def minus(a: list[Span], b: list[Span]) -> list[Span]:
-    """``a`` less ``b`` (both merged and sorted)."""
+    """``a`` less ``b`` (both merged and sorted; of each item of ``b`` only its first two, start and
+    end, are read)."""
     out: list[Span] = []
     j = 0
     for s, e in a:
@@ -132,9 +133,9 @@ def minus(a: list[Span], b: list[Span]) -> list[Span]:
 
 
 def gaps_of(window: Any) -> list[Span]:
-    """The idle spans of a busy window: its [start, end] less its kernels' merged spans."""
-    busy = [(s, e) for s, e, *_ in window.merged]
-    return minus([(window.start, window.end)], busy) if window.end > window.start else []
+    """The idle spans of a busy window: its [start, end] less its kernels' merged spans (whose
+    first two items, start and end, are all :func:`minus` reads: no copy of them)."""
+    return minus([(window.start, window.end)], window.merged) if window.end > window.start else []
 
 
 # --- Host events -----------------------------------------------------------------------------------------
@@ -187,13 +188,14 @@ class _Collect:
         self.compiled: list[Span] = []
         self.syncs: list[tuple[Any, float, float]] = []
         self.optimizer: list[Any] = []
-        self.outer: list[tuple[str, float, float]] = []
+        self.outer: list[Any] = []
+        """The outermost events below the steps (the events themselves: no tuple each)."""
         self.roles: dict[str, int] = {}
 
     def thread(self, roots: list[Any]) -> None:
         for e in _below_steps(roots):
             if e.cat.lower() not in _PROFILER_CATS:
-                self.outer.append((e.name, e.ts, e.end))
+                self.outer.append(e)
         role_of, roles = self.roles.get, self.roles
         for e in _walk(roots):
             name = e.name
@@ -259,8 +261,10 @@ def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: 
         sig.launch_gap_us = span_overlap(gaps, compiled)
         sig.compiled_calls = len(got.compiled)
         taken = merge_spans(got.compiled + other)
-        sig.eager_idle_us = _eager_idle(gaps, taken, got.outer)
-        sig.eager_idle_total_us = sum(e - s for s, e in minus(gaps, taken))
+        rest = minus(gaps, taken) if taken else gaps  # (minus(gaps, []) is gaps)
+        sig.eager_idle_us = _eager_idle(rest, got.outer)
+        sig.eager_idle_total_us = sum(e - s for s, e in rest)
+        del rest
         sig.syncs = _sync_sites(got.syncs, gaps, window, tk.kernels)
         for k in tk.kernels:
             if k.cat.lower() in ("gpu_memcpy", "memcpy") and PAGEABLE.search(k.name):
@@ -271,15 +275,16 @@ def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: 
     return sig
 
 
-def _eager_idle(gaps: list[Span], taken: list[Span], outer: list[tuple[str, float, float]]) -> dict[str, float]:
-    """Idle time in ``gaps`` less ``taken``, by the outermost host event over it (all threads)."""
-    rest = minus(gaps, taken)
+def _eager_idle(rest: list[Span], outer: list[Any]) -> dict[str, float]:
+    """Idle time in ``rest`` (the gaps less the time taken by loaders, syncs and compiled calls), by
+    the outermost host event over it (``outer``: all threads')."""
     if not rest:
         return {}
     ends = [e for _, e in rest]
     acc: dict[str, float] = {}
     covered = []
-    for name, s, e in outer:
+    for ev in outer:
+        name, s, e = ev.name, ev.ts, ev.end
         t = 0.0
         i = bisect.bisect_right(ends, s)  # the first idle span that ends after the event starts
         while i < len(rest) and rest[i][0] < e:
@@ -289,8 +294,8 @@ def _eager_idle(gaps: list[Span], taken: list[Span], outer: list[tuple[str, floa
             i += 1
         if t > 0:
             acc[name] = acc.get(name, 0.0) + t
-            covered.append((s, e))
-    lone = sum(b - a for a, b in minus(rest, merge_spans(covered)))
+            covered.append(ev)
+    lone = sum(b - a for a, b in minus(rest, merge_spans((ev.ts, ev.end) for ev in covered)))
     if lone > 0:
         acc[evs.NO_HOST_EVENT] = lone
     return dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))

@@ -156,13 +156,13 @@ STRAGGLER_SCRIPT = textwrap.dedent('''
 ''')
 
 
-def test_slow_rank_is_named_the_straggler(tmp_path, capsys):
-    """Rank 1 sleeps 200 ms before each backward, so rank 0 waits ~200 ms per step in the gradient
-    all-reduce: the cross-rank view must name rank 1, and rank 0 writes it at the end of the window."""
+def _captured_view(tmp_path, capsys, script_text: str):
+    """Run ``script_text`` (two gloo ranks) with the env-var capture (skip 2 steps, record 1), then
+    ``inductor-perf summary OUT --format json``: (the run, OUT, the cross-rank view)."""
     from inductor_perf import cli
 
-    script = tmp_path / "ddp_slow.py"
-    script.write_text(STRAGGLER_SCRIPT)
+    script = tmp_path / "ddp_ranks.py"
+    script.write_text(script_text)
     out = tmp_path / "out"
     env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=str(out), INDUCTOR_PERF_SKIP="2", INDUCTOR_PERF_STEPS="1",
                INDUCTOR_PERF_RANKS_WAIT_S="60")
@@ -170,7 +170,15 @@ def test_slow_rank_is_named_the_straggler(tmp_path, capsys):
                           cwd=str(tmp_path), timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert cli.main(["summary", str(out), "--format", "json"]) == 0
-    view = json.loads(capsys.readouterr().out)
+    return proc, out, json.loads(capsys.readouterr().out)
+
+
+def test_slow_rank_is_named_the_straggler(tmp_path, capsys):
+    """Rank 1 sleeps 200 ms before each backward, so rank 0 waits ~200 ms per step in the gradient
+    all-reduce: the cross-rank view must name rank 1, and rank 0 writes it at the end of the window."""
+    from inductor_perf import cli
+
+    proc, out, view = _captured_view(tmp_path, capsys, STRAGGLER_SCRIPT)
     assert view["ranks_present"] == [0, 1] and view["backend"] == "gloo"
     assert view["per"] == "step"  # the env-var capture marks ProfilerStep ranges
     assert view["straggler"] is not None, (view.get("straggler_note"), view.get("ranks"))  # what was found instead
@@ -191,3 +199,35 @@ def test_slow_rank_is_named_the_straggler(tmp_path, capsys):
     with open(written[0]) as f:
         assert json.load(f)["straggler"]["rank"] == 1
     assert glob.glob(str(out / "*_rank0_*.ranks.summary.txt"))
+
+
+HELD_SCRIPT = STRAGGLER_SCRIPT.replace("""def worker(rank, world, port):""", """def held(state, bucket):
+    # DDP's all-reduce, but gloo's thread is held 20 ms after the collective's future completes:
+    # the training thread goes on to the next step while gloo:all_reduce is still open
+    fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+    out = fut.then(lambda f: f.value()[0] / dist.get_world_size())
+    fut.add_done_callback(lambda f: time.sleep(0.02))
+    return out
+
+def worker(rank, world, port):""").replace("""    x = torch.randn(8, 16)""", """    f.register_comm_hook(None, held)
+    x = torch.randn(8, 16)""").replace("""    dist.destroy_process_group()""", """    time.sleep(0.1)  # the last step's held callback ends before the group goes
+    dist.destroy_process_group()""")
+
+
+def test_a_collective_range_that_closes_after_its_step_is_kept(tmp_path, capsys):
+    """gloo completes a collective's future before it closes the collective's ``gloo:all_reduce`` range,
+    so the training thread can begin the next step (the window's end) while the last recorded step's
+    range is still open: held open here by 20 ms with a callback on the future. The range must stay in
+    the window: before it did, neither rank had a collective and no straggler could be named (as on a
+    loaded CI machine, where gloo's thread was descheduled in between)."""
+    assert HELD_SCRIPT.count("register_comm_hook") == 1 and HELD_SCRIPT.count("time.sleep(0.1)") == 1
+    _, out, view = _captured_view(tmp_path, capsys, HELD_SCRIPT)
+    assert [r["collectives"] for r in view["ranks"]] == ["host", "host"], view["ranks"]
+    assert view["straggler"] is not None and view["straggler"]["rank"] == 1, view.get("straggler_note")
+    # every trace still ends where its last step does: the kept range is the one that starts inside it
+    for path in glob.glob(str(out / "*.trace.json.gz")):
+        with gzip.open(path, "rt") as f:
+            events = json.load(f)["traceEvents"]
+        step = max((e for e in events if str(e.get("name", "")).startswith("ProfilerStep#")), key=lambda e: e["ts"])
+        late = [e for e in events if e.get("ph") == "X" and e.get("cat") != "Trace" and e["ts"] >= step["ts"] + step["dur"]]
+        assert late == [], late[:3]

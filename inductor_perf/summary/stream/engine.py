@@ -1,7 +1,7 @@
 """The summary of a large GPU trace file in one streaming pass, without holding the events as dicts:
 the same :class:`~inductor_perf.summary.rows.Summary` as loading the whole trace
 (:func:`inductor_perf.summary.files.summarize_trace`), within float rounding, in a fraction of its
-memory. What still grows with the trace (docs/summary-engines.md): a small object per kernel, 44
+memory. What still grows with the trace (docs/summary-engines.md): a small object per kernel, 36
 bytes per host event, and the cost join's index (let go before the end).
 
 The pass: the file's text is mapped (a ``.gz`` is first decompressed to a temporary file, in
@@ -38,7 +38,7 @@ import contextlib
 import logging
 from array import array
 from collections import defaultdict
-from typing import Any, Callable, Container, Iterator
+from typing import Any, Callable, Container, Iterator, Sequence
 
 from ...model import events as evs
 from ...traces import files as tf
@@ -141,11 +141,11 @@ class _Threads:
             to_shape = [*to_shape, -1]  # -1 (no key) stays -1
         for key, (ts, dur, name, cat, index, shape) in cols.items():
             if base:
-                index = array("q", [i + base for i in index])
+                index = array("q", map(base.__add__, index))
             if not same_names:
-                name = array("l", map(to_name.__getitem__, name))
+                name = array("i", map(to_name.__getitem__, name))
             if not same_cats:
-                cat = array("l", map(to_cat.__getitem__, cat))
+                cat = array("i", map(to_cat.__getitem__, cat))
             if to_shape is not None:
                 shape = array("i", map(to_shape.__getitem__, shape))
             mine = self.cols.get(key)
@@ -155,10 +155,11 @@ class _Threads:
                 for col, more in zip(mine, (ts, dur, name, cat, index, shape)):
                     col.extend(more)
 
-    def forest(self, key: tuple[Any, Any]) -> list[_HostNode]:
+    def forest(self, key: tuple[Any, Any], parents: list[_HostNode] | None = None) -> list[_HostNode]:
         """The thread's top-level events, nested as :func:`summary.kernels._build_forest` nests them
         (the same order, parents and children), as :class:`_HostNode` nodes. A leaf's ``children``
-        is a shared empty tuple: only the nodes with children get a list."""
+        is a shared empty tuple: only the nodes with children get a list, and are appended to
+        ``parents`` (when given) as they get it."""
         names = list(self.names)
         cats = list(self.cats)
         ts, dur, name, cat = self.cols[key][:4]
@@ -178,6 +179,8 @@ class _Threads:
                 up = e.parent = stack[-1][1]
                 if up.children is _LEAF:
                     up.children = [e]
+                    if parents is not None:
+                        parents.append(up)
                 else:
                     up.children.append(e)
             stack.append((end, e))
@@ -201,18 +204,23 @@ class _Threads:
                 stack.append((end, i, shape[j]))
 
 
-def _by_start(ts: array, dur: array) -> list[int]:
+def _by_start(ts: array, dur: array) -> Sequence[int]:
     """Indices sorted by (start, -duration, index), the order of :func:`model.events.nest_threads`."""
     return evs.order_by_start(ts, lambda i: (-dur[i], i))
 
 
 class _Roots:
-    """``TraceKernels.roots`` built lazily: a thread's forest when idle attribution asks for it. Not
-    kept here: idle attribution keeps each forest it walks, and lets all go when it is done, before
-    the tables that follow (its nodes are ~130 bytes a host event)."""
+    """``TraceKernels.roots`` built lazily: a thread's forest when a table asks for it, built once and
+    kept for the tables that follow (the idle tables and the advisor's signals walk the same forests),
+    until :meth:`release`. Its nodes (~165 bytes a host event) point to their parents and their
+    children: cycles, which the summary's paused garbage collector would not free
+    (``traces.files.gc_paused``); :meth:`release` breaks them."""
 
     def __init__(self, threads: _Threads) -> None:
         self.threads = threads
+        self._forests: dict[tuple[Any, Any], list[_HostNode]] = {}
+        self._parents: list[_HostNode] = []
+        """The nodes with children of every forest built: what :meth:`release` unlinks."""
 
     def __contains__(self, key: object) -> bool:
         return key in self.threads.cols
@@ -221,7 +229,18 @@ class _Roots:
         return iter(self.threads.cols)
 
     def __getitem__(self, key: tuple[Any, Any]) -> list[_HostNode]:
-        return self.threads.forest(key)
+        got = self._forests.get(key)
+        if got is None:
+            got = self._forests[key] = self.threads.forest(key, self._parents)
+        return got
+
+    def release(self) -> None:
+        """Let the forests go: each node's children unlinked (no cycle left, so each node is freed as
+        soon as nothing else holds it), and a later lookup builds its forest again."""
+        for node in self._parents:
+            node.children = _LEAF
+        self._parents = []
+        self._forests = {}
 
 
 class _Pass:
@@ -237,7 +256,10 @@ class _Pass:
         self.kernel_index = array("q")
         """Each kernel's event index (its cost's key)."""
         self.kernel_corr: list[Any] = []
-        """Each kernel's correlation id (None without one)."""
+        """Each kernel's correlation id (None without one); None once read (``finish._launches``)."""
+        self.kernel_call: array | None = None
+        """Each kernel's launch call's event index (-1: none), from ``by_corr`` once the pass is done
+        (``finish._launches``, which then lets ``by_corr`` and ``kernel_corr`` go)."""
         self._kernel_names: dict[str, str] = {}
         self._thread_keys: dict[tuple[Any, Any], tuple[Any, Any]] = {}
         self.threads = _Threads()

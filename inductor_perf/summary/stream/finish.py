@@ -22,6 +22,7 @@ from ...roofline.point import INLINE_RANGE, binding_roof, inline_sums, inline_ta
 from ..core import static_sums
 from ..coverage import Coverage
 from ..idle import BusyWindow, IdleTables, idle_tables, window_of, with_next_sources
+from ..idle_split import stream_idle
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
 from ..graph_gaps import graph_gaps_of_columns
 from ..op_shapes import OpShapeSums, streamed_shape_keys
@@ -208,21 +209,62 @@ def _launchers(seen: Any) -> dict[int, Any]:
             for k, corr in zip(seen.kernels, seen.kernel_corr)}
 
 
-def _launch_times(seen: Any) -> dict[int, float]:
-    """Each kernel's launch call start, by ``id`` of the kernel (those with a runtime call): what
-    :func:`~inductor_perf.summary.idle_split.launch_times` gives the in-memory engine."""
+class _Launches:
+    """Each kernel's launch, by the kernel's position in ``seen.kernels``, as columns: its launching
+    thread (a number into :attr:`threads`; -1: no runtime call has its correlation id), its launch
+    call's start and event index (-1: none). What :func:`_launches` keeps of the pass's runtime calls,
+    in 20 bytes a kernel; the dicts by ``id`` of the kernel that the tables read are made from it when
+    they come (:meth:`launcher`, :meth:`times`)."""
+
+    def __init__(self, threads: list[Any], thread: array, ts: array, call: array) -> None:
+        self.threads, self.thread, self.ts, self.call = threads, thread, ts, call
+
+    def launcher(self, kernels: list[Any]) -> dict[int, Any]:
+        """Each kernel's launching thread by ``id`` (None: unknown): :func:`_launchers`."""
+        threads = self.threads
+        return {id(k): threads[t] if t >= 0 else None for k, t in zip(kernels, self.thread)}
+
+    def times(self, kernels: list[Any]) -> dict[int, float]:
+        """Each kernel's launch call's start by ``id``, for those with one: what
+        :func:`~inductor_perf.summary.idle_split.launch_times` gives the in-memory engine."""
+        return {id(k): t for k, t, c in zip(kernels, self.ts, self.call) if c >= 0}
+
+
+def _launches(seen: Any) -> _Launches:
+    """Each kernel's launch (:class:`_Launches`), read from the pass's runtime calls by the kernels'
+    correlation ids before the costs are placed; keeps each kernel's launch call's event index in
+    ``seen.kernel_call``, which the op x shape table reads
+    (:func:`~inductor_perf.summary.op_shapes.streamed_shape_keys`), and lets the runtime calls and the
+    correlation ids go (``seen.by_corr``, ``seen.kernel_corr``: a dict entry, a tuple, a float and an
+    int a runtime call, an int a kernel), which nothing reads after. Their memory is then taken again
+    by the placing of the costs, which is the summary's peak."""
     from ..kernels import _hashable
 
     by_corr = seen.by_corr
-    out = {}
-    for k, corr in zip(seen.kernels, seen.kernel_corr):
+    number: dict[Any, int] = {}
+    threads: list[Any] = []
+    thread, ts, call = array("i"), array("d"), array("q")
+    for corr in seen.kernel_corr:
         got = by_corr.get(corr if type(corr) is int else _hashable(corr)) if corr is not None else None
-        if got is not None:
-            out[id(k)] = got[1]
-    return out
+        if got is None:
+            thread.append(-1)
+            ts.append(0.0)
+            call.append(-1)
+            continue
+        key = got[0]
+        t = number.get(key)
+        if t is None:
+            t = number[key] = len(threads)
+            threads.append(key)
+        thread.append(t)
+        ts.append(got[1])
+        call.append(got[2])
+    seen.kernel_call = call
+    seen.by_corr = seen.kernel_corr = None
+    return _Launches(threads, thread, ts, call)
 
 
-def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
+def _idle_part(seen: Any, roots: Any, top: int, launches: _Launches) -> tuple:
     """In the helper (:func:`~inductor_perf.summary.stream.fork.fork_helper`): the idle tables
     (:func:`~inductor_perf.summary.idle.idle_tables`) of the merged pass, before the kernels have their
     costs; the kernel after each gap row by its position in ``seen.kernels``, for its source line
@@ -233,7 +275,7 @@ def _idle_part(seen: Any, roots: Any, top: int) -> tuple:
     window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
     tk = TraceKernels([], seen.steps, roots, seen.kernels, DEF_GPU)  # is_kernel: idle attribution never reads it
     after: list[Any] = []
-    rows, count, idle_rows = idle_tables(tk, window, _launchers(seen), top, after=after)
+    rows, count, idle_rows = idle_tables(tk, window, launches.launcher(seen.kernels), top, after=after)
     want = {id(k) for k in after if k is not None}
     at = {id(k): j for j, k in enumerate(seen.kernels) if id(k) in want}
     spans = array("d", [x for s, e, _, _ in window.merged for x in (s, e)])
@@ -263,12 +305,16 @@ def finish(seen: Any, held: list, header: dict, *, device: Any, top: int,
     note = None
     if device is None:
         device, note = device_from_trace(header)
-    helper = None if light else fork_helper(size, _idle_part, seen, roots, top)
+    launches = helper = None
+    if not light:
+        launches = _launches(seen)  # before the costs are placed: the runtime calls are let go then
+        helper = fork_helper(size, _idle_part, seen, roots, top, launches)
     try:
-        return _finish(seen, held, header, device, note, top, label_of, stage, roots, light, helper)
+        return _finish(seen, held, header, device, note, top, label_of, stage, roots, light, helper, launches)
     finally:
         if helper is not None:
             helper.close()
+        roots.release()  # the host forests the tables walked
 
 
 def _sum_kernels(seen: Any, costs: dict | None, labels: dict, device: Any, totals: Any, cov: Coverage | None,
@@ -322,12 +368,15 @@ def _sum_kernels(seen: Any, costs: dict | None, labels: dict, device: Any, total
             k.args = _kept(args)
     if sums is not None:
         sums.fold()
+    if shapes is not None:
+        shapes.done()
 
 
 def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, top: int,
             label_of: Callable[[dict], str | None], stage: Callable[[str], None] | None,
-            roots: Any, light: bool, helper: Any) -> tuple[Any, Any]:
-    """:func:`finish` once the helper (or None) is started."""
+            roots: Any, light: bool, helper: Any, launches: _Launches | None) -> tuple[Any, Any]:
+    """:func:`finish` once the helper (or None) is started and the kernels' ``launches`` read (None:
+    the light summary, which reads the runtime calls themselves)."""
     from ..core import Counts, SummaryParts, _Totals, assemble, distributed_info, top_unions
     from ..kernels import dtype_of_weights
 
@@ -350,28 +399,28 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
         return assemble_light(tk, counts, window, _launchers(seen), totals, distributed_info(header),
                               top=top, label=label_of(header)), device
+    kernels = seen.kernels
+    # each stream's idle split here, not in assemble(): its launch times (a dict entry a kernel) go at once
+    by_stream = stream_idle(kernels, launches.times(kernels), tk.definition)[:top]  # type: ignore[union-attr]
     # the rows' busy time (the numerators of their shares of busy time) before waiting for the helper,
     # whose busy window gives the denominator
     unions = top_unions(totals, top) if helper is not None else None
     # the idle tables are the launchers' and the window's kernels' only reader: with a helper, its own
     idle = helper.result() if helper is not None else None
-    launcher = None
     if idle is not None:
         rows, count, idle_rows, after, helped = idle
         window = _helped_window(*helped)
-        kernels = seen.kernels
         idle = IdleTables(with_next_sources(rows, [kernels[j] if j is not None else None for j in after]), count,
                           idle_rows)
-    else:  # no helper, or it failed
+    else:  # no helper, or it failed: the idle tables here, as assemble() would make them, so that the
+        # launchers (a dict entry a kernel) are let go before the tables that follow
         window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
-        launcher = _launchers(seen)
-    launch_ts = _launch_times(seen)
-    seen.by_corr = None  # each kernel's launching thread is known: the runtime calls' ids are not needed
+        idle = idle_tables(tk, window, launches.launcher(kernels), top)  # type: ignore[union-attr]
     summary = assemble(SummaryParts(
-        kernels=tk, counts=counts, window=window, launcher=launcher, graph_launches=seen.graph_launches,
+        kernels=tk, counts=counts, window=window, launcher=None, graph_launches=seen.graph_launches,
         distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
-        costs_note=costs_note, idle=idle, unions=unions, launch_ts=launch_ts, record=_record(header),
+        costs_note=costs_note, idle=idle, unions=unions, idle_by_stream=by_stream, record=_record(header),
         graph_gaps=graph_gaps_of_columns(profiler_steps(seen.steps), seen.threads.names, seen.threads.cols),
         op_shapes=shapes))
     return summary, device

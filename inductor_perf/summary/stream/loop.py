@@ -293,7 +293,7 @@ def _by_methods(join: Any, seen: Any, i: int, ev: dict) -> None:
 def new_thread() -> tuple[array, array, array, array, array, array]:
     """A thread's columns (``engine._Threads``): start, duration, name id, category id, event index, and
     the number of a CPU op's op x shape key (``_Pass.shape_ids``; -1: another event, or none kept)."""
-    return array("d"), array("d"), array("l"), array("l"), array("q"), array("i")
+    return array("d"), array("d"), array("i"), array("i"), array("q"), array("i")
 
 
 def _take_host(seen: Any, pt: tuple, name: str, cat: str, ts: float, dur: float, args: dict, pc: int,

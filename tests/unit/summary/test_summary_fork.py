@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from engine_inputs import FIXTURES, GPU_FIXTURES, ROOT, SHARED, TRACES
+from engine_inputs import FIXTURES, GPU_FIXTURES, SHARED, TRACES, generated_trace
 from json_close import differences
 
 from inductor_perf.summary.stream import fork as summary_fork, engine as summary_stream
@@ -98,10 +98,7 @@ def test_gpu_fixtures_same_summary(name, monkeypatch):
 @pytest.fixture(scope="module")
 def generated(tmp_path_factory):
     """A Kineto-layout trace of ~3,000 events from the bench generator."""
-    p = tmp_path_factory.mktemp("gen") / "kineto.json"
-    subprocess.run([sys.executable, str(ROOT / "bench" / "gen_trace.py"), "3000", str(p)], check=True,
-                   capture_output=True)
-    return p
+    return generated_trace(tmp_path_factory.mktemp("gen"))
 
 
 def test_generated_same_summary(generated, monkeypatch):

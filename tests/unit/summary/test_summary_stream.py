@@ -274,7 +274,14 @@ def test_both_engines_hand_assemble_one_summary_parts(generated, monkeypatch):
     assert full.coverage.costed_pct == pytest.approx(streamed.coverage.costed_pct)
     assert len(full.kernels.kernels) == len(streamed.kernels.kernels) > 0
     assert full.window.busy == pytest.approx(streamed.window.busy)
-    assert full.idle is None and streamed.idle is None  # a small file: no helper computed them
+    # the streaming engine makes its idle tables and idle split by stream before assemble (a small
+    # file: no helper), so that each kernel's launching thread and launch time go before the tables
+    # that follow; the same rows as assemble makes of the full engine's parts
+    assert full.idle is None and full.idle_by_stream is None
+    tk = full.kernels
+    assert streamed.idle == core.idle_tables(tk, full.window, full.launcher, full.top)
+    assert streamed.idle_by_stream == core.stream_idle(tk.kernels, core.launch_times(tk.host_events, tk.kernels),
+                                                       tk.definition)[:full.top] != []
 
 
 def test_mfu_per_step_same_in_both_engines(tmp_path):
