@@ -275,12 +275,21 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
     return why
 
 
-def _compute_reasons(roofs: Roofs, comp: ComputeRoof, ach_tflops: float) -> list[str]:
-    """Why a compute-bound kernel can show above ``comp``'s roof."""
+def _compute_reasons(roofs: Roofs, comp: ComputeRoof, ach_tflops: float, dtype_known: bool = True) -> list[str]:
+    """Why a compute-bound kernel can show above ``comp``'s roof (``dtype_known`` False: the kernel
+    has no dtype, and float32's roof stood in for its own)."""
     if comp.source == "measured":
         return [f"the {comp.dtype} {comp.unit} roof is calibrate's best GEMM rate, a lower bound of the peak, "
                 "and this kernel ran faster"]
     why: list[str] = []
+    if not dtype_known and comp.dtype == "float32":
+        # what a float32 program runs its GEMMs in without asking for it: autocast, or TF32 allowed
+        faster = sorted({(c.tflops, c.dtype) for c in roofs.compute if c.unit == comp.unit
+                         and c.dtype in ("bfloat16", "float16", TF32) and c.tflops >= ach_tflops}, reverse=True)
+        if faster:
+            return ["the trace records no dtype for it (no kernel_dtype, no launching op with input types), so the "
+                    "float32 roof stands in; it ran in one with a higher roof: "
+                    + ", ".join(f"{d} {t:g} TFLOP/s" for t, d in faster)]
     if comp.dtype == "float32" and comp.unit == "matrix":
         tf32 = roofs.compute_roof(TF32, True)
         if tf32 is not None and tf32.dtype == TF32 and ach_tflops <= tf32.tflops:
@@ -299,7 +308,7 @@ def _compute_reasons(roofs: Roofs, comp: ComputeRoof, ach_tflops: float) -> list
 
 def _above_roof_reason(roofs: Roofs, bound: str, mem: MemoryRoof | None, comp: ComputeRoof | None,
                        pct: float, ach_gbps: float, ach_tflops: float, working_set: float | None,
-                       mean_us: float | None) -> str:
+                       mean_us: float | None, dtype_known: bool = True) -> str:
     """Why a kernel shows above its roof, each reason one the numbers establish (duration, working set
     against the levels, the roof's source); "unexplained: ..." when none does. Never advice to
     measure this machine: the trace may have been recorded on another."""
@@ -310,7 +319,7 @@ def _above_roof_reason(roofs: Roofs, bound: str, mem: MemoryRoof | None, comp: C
     if bound == "memory" and mem is not None:
         why += _memory_reasons(roofs, mem, ach_gbps, working_set)
     elif bound == "compute" and comp is not None:
-        why += _compute_reasons(roofs, comp, ach_tflops)
+        why += _compute_reasons(roofs, comp, ach_tflops, dtype_known)
     if why:
         return "; ".join(why)
     roof = mem.level if bound == "memory" and mem is not None else "compute"
@@ -363,5 +372,6 @@ def place(flop: float | None, nbytes: float | None, total_us: float | None, coun
     reason = None
     if pct > 100.0 and roofs is not None:
         mean_us = total_us / count if count and count > 0 else None
-        reason = _above_roof_reason(roofs, bound, mem, comp, pct, ach_gbps, ach_tflops, working_set, mean_us)
+        reason = _above_roof_reason(roofs, bound, mem, comp, pct, ach_gbps, ach_tflops, working_set, mean_us,
+                                    dtype_known=bool(dtype))
     return Placement(level, gbps, tflops, bound, pct, reason, compute_roof=name)

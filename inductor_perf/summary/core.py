@@ -43,7 +43,7 @@ from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _domi
 from .graph_gaps import GraphGaps, graph_gaps
 from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
 from .idle_split import StreamIdleRow, launch_times, stream_idle
-from .op_shapes import OpShapeSums, shape_sums
+from .op_shapes import OpShapeSums, fill_launch_dtypes, launch_dtypes_note, shape_keys, shape_sums
 from .utilization import utilization
 
 __all__ = [
@@ -453,6 +453,8 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
     tk = select_kernels(_parse(raw_events, skipped))
     launcher, graph_launches = launching_threads(tk)
     window = busy_window(tk.events, tk.kernels)
+    keys = shape_keys(tk)
+    filled = fill_launch_dtypes(tk.kernels, keys)
     if dtype is None:
         dtype = headline_dtype(k.args for k in tk.kernels)
     totals = _totals(tk.kernels)
@@ -463,7 +465,7 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
         device_note=device_note, costs_note=costs_note, record=_record(trace),
         graph_gaps=graph_gaps(profiler_steps(tk.host_events), tk.host_events),
-        op_shapes=shape_sums(tk, totals.kinds, static_sums)))
+        op_shapes=shape_sums(tk, totals.kinds, static_sums, keys), dtypes_note=launch_dtypes_note(filled)))
 
 
 def _record(trace: Mapping[str, Any]) -> Mapping[str, Any] | None:
@@ -523,6 +525,8 @@ class SummaryParts:
     """The time between compiled pieces inside the steps (:mod:`inductor_perf.summary.graph_gaps`)."""
     op_shapes: OpShapeSums | None = None
     """The op x shape table's sums (:mod:`~.op_shapes`), filled as the kernels are summed; None: no table."""
+    dtypes_note: str | None = None
+    """How many costed kernels took their dtype from their launching op (:func:`~.op_shapes.launch_dtypes_note`)."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -548,6 +552,8 @@ def assemble(parts: SummaryParts) -> Summary:
                        totals.recompute_tagged, above, parts.coverage[0], parts.record)
     with_flops(steps, util.steps)
     notes = _notes(tk, graph_launches, totals, kernel_time, busy, device, peak, counts.skipped, window.basis)
+    if parts.dtypes_note:
+        notes.append(parts.dtypes_note)
     notes += roof_notes(roofs, rows)
     slowest = slowest_step(steps)
     if slowest is not None and len(steps) > 1:

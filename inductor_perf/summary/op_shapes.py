@@ -26,6 +26,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from ..costs.ops.formulas import parse_dtype_name
 from ..model import events as evs
 from ..roofline.roofs import Roofs
 from .kernels import DEF_GPU, ParsedEvent, TraceKernels, _hashable, counts_flops
@@ -309,15 +310,61 @@ class OpShapeSums:
         return rows
 
 
-def shape_sums(tk: TraceKernels, kinds: Mapping[int, str], static: Callable[[Mapping[str, Any]], tuple]) -> OpShapeSums:
-    """The in-memory engine's :class:`OpShapeSums`: :func:`shape_keys`, each kernel summed with its
-    ``kinds`` entry and ``static`` (:func:`~.core.static_sums`) of its args."""
-    sums = OpShapeSums(shape_keys(tk))
+def launch_dtype(key: ShapeKey) -> str | None:
+    """The dtype the op of ``key`` ran in, from its recorded ``Input type``: the first floating-point
+    entry, the one a cost from shapes takes (:mod:`inductor_perf.costs.ops.meta`); None when it
+    recorded none (a compiled kernel's key, an op without recorded inputs).
+
+    >>> launch_dtype(("aten::addmm", "[[512],[2048,512],[512,1536]]", "c10::BFloat16, c10::BFloat16, c10::BFloat16"))
+    'bfloat16'
+    >>> launch_dtype(("aten::embedding", "[[4096,256],[8,128]]", "float, long int")), launch_dtype(("x", None, None))
+    ('float32', None)
+    """
+    for entry in key[2].split(", ") if key[2] else ():
+        name = parse_dtype_name(entry)
+        if name is not None and (name.startswith("float") or name == "bfloat16"):
+            return name
+    return None
+
+
+def fill_launch_dtypes(kernels: Iterable[Any], keys: Mapping[int, tuple[ShapeKey, int]]) -> int:
+    """Give each kernel that does arithmetic (``kernel_flop`` above 0) and has no ``kernel_dtype`` its
+    launching op's :func:`launch_dtype`, so that it is placed against its dtype's roof, not float32's:
+    a trace augmented before ``kernel_dtype`` was written (its bf16 GEMMs would read several times
+    the float32 roof). The kernel gets new args; the trace's own dicts are left as they are. ``keys``:
+    :func:`shape_keys` or :func:`streamed_shape_keys`. Returns how many kernels got one."""
+    filled = 0
+    for k in kernels:
+        args = k.args
+        flop = args.get(evs.KERNEL_FLOP)
+        if evs.KERNEL_DTYPE in args or type(flop) not in (int, float) or not flop > 0:
+            continue
+        got = keys.get(id(k))
+        dtype = launch_dtype(got[0]) if got is not None else None
+        if dtype is not None:
+            k.args = {**args, evs.KERNEL_DTYPE: dtype}
+            filled += 1
+    return filled
+
+
+def launch_dtypes_note(filled: int) -> str | None:
+    """The summary's note for :func:`fill_launch_dtypes`' count (None: none filled)."""
+    if not filled:
+        return None
+    return (f"{filled} kernel(s) with FLOPs carry no kernel_dtype (augmented by an older inductor_perf, or their "
+            "cost had none): each is placed against the roof of its launching op's recorded input dtype")
+
+
+def shape_sums(tk: TraceKernels, kinds: Mapping[int, str], static: Callable[[Mapping[str, Any]], tuple],
+               keys: Mapping[int, tuple[ShapeKey, int]] | None = None) -> OpShapeSums:
+    """The in-memory engine's :class:`OpShapeSums`: ``keys`` (default :func:`shape_keys`), each kernel
+    summed with its ``kinds`` entry and ``static`` (:func:`~.core.static_sums`) of its args."""
+    sums = OpShapeSums(shape_keys(tk) if keys is None else keys)
     for k in tk.kernels:
         sums.add(k, static(k.args), kinds[id(k)])
     sums.done()
     return sums
 
 
-__all__ = ["COMPILED", "NO_OP", "OpShapeRow", "ShapeKey", "OpShapeSums", "raw_shape_key", "shape_key", "shape_keys",
-           "shape_sums", "streamed_shape_keys"]
+__all__ = ["COMPILED", "NO_OP", "OpShapeRow", "ShapeKey", "OpShapeSums", "fill_launch_dtypes", "launch_dtype",
+           "launch_dtypes_note", "raw_shape_key", "shape_key", "shape_keys", "shape_sums", "streamed_shape_keys"]

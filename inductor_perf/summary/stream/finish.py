@@ -25,7 +25,7 @@ from ..idle import BusyWindow, IdleTables, idle_tables, window_of, with_next_sou
 from ..idle_split import stream_idle
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
 from ..graph_gaps import graph_gaps_of_columns
-from ..op_shapes import OpShapeSums, streamed_shape_keys
+from ..op_shapes import OpShapeSums, fill_launch_dtypes, launch_dtypes_note, streamed_shape_keys
 from ..steps import profiler_steps
 
 _dur = attrgetter("dur")
@@ -384,6 +384,8 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         stage("summarizing: placing costs")
     costs, labels, costs_note, apply = pass_costs(seen, held.pop(), header)
     shapes = None if light else OpShapeSums(streamed_shape_keys(seen, labels if apply else None))
+    # the trace's own args (costed before): a kernel without kernel_dtype gets its launching op's
+    filled = 0 if shapes is None or apply else fill_launch_dtypes(seen.kernels, shapes.keys)
     if light:
         from ..light import LightTotals, assemble_light
 
@@ -422,7 +424,7 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
         costs_note=costs_note, idle=idle, unions=unions, idle_by_stream=by_stream, record=_record(header),
         graph_gaps=graph_gaps_of_columns(profiler_steps(seen.steps), seen.threads.names, seen.threads.cols),
-        op_shapes=shapes))
+        op_shapes=shapes, dtypes_note=launch_dtypes_note(filled)))
     return summary, device
 
 

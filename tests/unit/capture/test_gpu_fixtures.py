@@ -146,3 +146,33 @@ def test_summary_rates_a_bf16_step_against_the_bf16_roof():
     assert (s.peak.dtype, s.peak.peak_tflops) == ("bfloat16", 989.5)
     # 42.4 GFLOP of matmuls in the step; the % is against 989.5 TFLOP/s, not fp32's 67
     assert s.flops_pct_of_peak == pytest.approx(100 * s.achieved_tflops / 989.5, rel=1e-3)
+
+
+@pytest.mark.parametrize("engine", ["full", "stream"])
+def test_fixture_as_written_rates_its_gemms_on_the_dtype_they_ran_in(engine):
+    """gpt_bf16 was written before the capture wrote kernel_dtype. Each GEMM takes its launching op's
+    recorded input dtype (aten::addmm on c10::BFloat16, autocast), so the summary of the file as
+    written equals that of the file joined again from its tags (which carry the dtype), and each
+    one-launch GEMM's % of roof is the achieved_flops_pct the capture itself wrote beside it (against
+    bf16), not six times the float32 roof with a TF32 reason."""
+    from inductor_perf.augment.core import augment_trace, device_from_trace
+    from inductor_perf.summary.core import summarize
+    from inductor_perf.summary.files import summarize_file
+
+    s = summarize_file(str(GPU / "gpt_bf16.trace.json.gz"), engine=engine).summary
+    raw, (costs, _) = _rejoin("gpt_bf16")
+    device, _ = device_from_trace(raw)
+    again = summarize(augment_trace(raw, costs, device, device_events_only=True)[0], device=device)
+    assert (s.peak.dtype, s.peak.peak_tflops) == (again.peak.dtype, again.peak.peak_tflops) == ("bfloat16", 989.5)
+    assert s.flops_pct_of_peak == pytest.approx(again.flops_pct_of_peak, rel=1e-9)
+    assert s.mfu_pct == pytest.approx(again.mfu_pct, rel=1e-9)
+    written: dict[str, list[float]] = {}
+    for _, e in _kernels(_trace("gpt_bf16")):
+        if e["args"].get(evs.KERNEL_MATMUL_FLOP):
+            written.setdefault(e["name"], []).append(e["args"][evs.ACHIEVED_FLOPS_PCT])
+    rows = [r for r in s.top_kernels if len(written.get(r.name, ())) == 1 and r.count == 1]
+    assert len(rows) >= 4
+    for r in rows:
+        assert r.dtype == "bfloat16" and r.flops_pct == pytest.approx(written[r.name][0], abs=0.05)
+    assert any("carry no kernel_dtype" in n for n in s.notes)
+    assert not any("carry no kernel_dtype" in n for n in again.notes)

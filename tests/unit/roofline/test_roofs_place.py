@@ -29,6 +29,19 @@ def test_a_tf32_gemm_is_placed_on_the_tf32_roof_and_an_fp32_one_above_its_roof_s
     assert "TF32 tensor cores (roof 156 TFLOP/s, 32 % of it)" in p.above_roof_reason
 
 
+def test_a_gemm_without_a_dtype_says_the_float32_roof_stood_in_and_names_the_roofs_it_fits_under():
+    # 1e12 FLOP in 5 ms = 200 TFLOP/s, no dtype (a trace that records none): placed on float32's 19.5,
+    # 1026 %; of the float32-program dtypes only bf16 (312) has a roof that high: TF32's 156 does not.
+    roofs = Roofs("gpu", A100_LIKE.compute + (ComputeRoof("bfloat16", 312.0, "matrix", "datasheet"),
+                                              ComputeRoof("int8", 624.0, "matrix", "datasheet")), A100_LIKE.memory)
+    p = place(1e12, 1e9, 5_000.0, 10, None, roofs, matrix=True)
+    assert p.compute_tflops == 19.5 and p.pct_of_roof == pytest.approx(100 * 200 / 19.5)
+    assert "records no dtype" in p.above_roof_reason and p.above_roof_reason.endswith(": bfloat16 312 TFLOP/s")
+    # the same GEMM said to be float32 keeps the float32 reasons (no TF32 either: 200 > 156)
+    said = place(1e12, 1e9, 5_000.0, 10, "float32", roofs, matrix=True)
+    assert said.pct_of_roof == p.pct_of_roof and "records no dtype" not in said.above_roof_reason
+
+
 def test_fp32_gemm_within_the_fp32_roof_and_vector_kernels_keep_the_fp32_roof():
     slow = place(1e12, 1e9, 100_000.0, 10, "float32", A100_LIKE, matrix=True)  # 10 TFLOP/s
     assert slow.compute_tflops == 19.5 and slow.pct_of_roof == pytest.approx(100 * 10 / 19.5)
