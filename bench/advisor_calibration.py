@@ -201,7 +201,7 @@ def _rank_main(rank: int, port: int, mode: str, ref: str, out: str, rounds: int,
                 case.problem()
         else:
             _time_ranks(case, rank, out, rounds, per_round)
-        dist.barrier()  # every rank done with its collectives before any tears its connections down
+        dist.barrier()  # gloo's threads done with every collective before exit (docs/ranks.md, gloo at exit)
     finally:
         dist.destroy_process_group()
 

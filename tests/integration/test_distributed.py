@@ -31,6 +31,9 @@ SCRIPT = textwrap.dedent('''
         x = torch.randn(8, 16)
         for _ in range(5):
             f(x).sum().backward()
+        # gloo's threads done with every collective before the interpreter exits: one that drops a
+        # tensor's last reference during finalization aborts the process (torch's: docs/ranks.md)
+        dist.barrier()
         dist.destroy_process_group()
 
     if __name__ == "__main__":
@@ -104,6 +107,7 @@ COMPILED_DDP_SCRIPT = textwrap.dedent('''
                                       "breaks": sum(counters["graph_break"].values()),
                                       "aot_graphs": counters["aot_autograd"]["total"],
                                       "buckets": list(buckets)}))
+    dist.barrier()  # as in SCRIPT above
     dist.destroy_process_group()
 ''')
 
@@ -147,6 +151,7 @@ STRAGGLER_SCRIPT = textwrap.dedent('''
             if rank == 1:
                 time.sleep(0.2)  # rank 1 is late to every gradient all-reduce
             loss.backward()
+        dist.barrier()  # as in SCRIPT above
         dist.destroy_process_group()
 
     if __name__ == "__main__":
