@@ -23,10 +23,10 @@ def recorded_costs_note(trace: Mapping[str, Any]) -> str | None:
     """How the costs of a trace our capture costed from recorded shapes were computed, as the capture
     recorded it (:data:`~inductor_perf.devices.props.RECORD_KEY`): the note :func:`with_costs` gave
     then, which the summary of the written, costed trace repeats."""
-    from ..devices.props import RECORD_KEY
+    from ..devices.props import recorded_block
 
-    block = trace.get(RECORD_KEY)
-    note = block.get("costs_note") if isinstance(block, Mapping) else None
+    block = recorded_block(trace)
+    note = block.get("costs_note") if block is not None else None
     return note if isinstance(note, str) and note else None
 
 

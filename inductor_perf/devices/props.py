@@ -245,6 +245,16 @@ RECORD_KEY = "inductor_perf"
 use that row, not this machine's peaks: a trace recorded on another machine keeps its own roofs."""
 
 
+def recorded_block(trace: Any) -> Mapping[str, Any] | None:
+    """The :data:`RECORD_KEY` value of a trace (or of a streamed trace's header), None when it has none.
+
+    >>> recorded_block({"inductor_perf": {"device": None}}), recorded_block({"inductor_perf": 3})
+    ({'device': None}, None)
+    """
+    block = trace.get(RECORD_KEY) if isinstance(trace, Mapping) else None
+    return block if isinstance(block, Mapping) else None
+
+
 def device_record(spec: DeviceSpec | None, note: str | None = None) -> dict[str, Any]:
     """The :data:`RECORD_KEY` value of a capture that used ``spec`` (None: no peaks, ``note`` says
     why). Strict JSON: a row's floats are finite.
@@ -307,8 +317,8 @@ def recorded_device(trace: Any) -> tuple[DeviceSpec | None, str] | None:
     >>> recorded_device({"traceEvents": []}) is None
     True
     """
-    block = trace.get(RECORD_KEY) if isinstance(trace, Mapping) else None
-    if not isinstance(block, Mapping) or "device" not in block:
+    block = recorded_block(trace)
+    if block is None or "device" not in block:
         return None
     row = block["device"]
     if row is None:

@@ -27,6 +27,7 @@ from operator import attrgetter, itemgetter
 from typing import Any, Mapping
 
 from ..devices.peaks import dtype_peak
+from ..devices.props import recorded_block
 from ..model import events as evs
 from ..model.kernel_kinds import (KIND_COLLECTIVE, KIND_EXTERN_MATMUL, KIND_GENERATED,
                                   KIND_OTHER, KINDS, MATMUL_LIKE, kernel_kind)
@@ -463,16 +464,9 @@ def summarize(trace: Mapping[str, Any], *, device: Any = None, dtype: str | None
         kernels=tk, counts=Counts(len(raw_events), len(tk.events), dict(skipped)), window=window,
         launcher=launcher, graph_launches=graph_launches, distributed=distributed_info(trace), totals=totals,
         coverage=coverage(tk.kernels, kernel_time, top), dtype=dtype, device=device, top=top, label=label,
-        device_note=device_note, costs_note=costs_note, record=_record(trace),
+        device_note=device_note, costs_note=costs_note, record=recorded_block(trace),
         graph_gaps=graph_gaps(profiler_steps(tk.host_events), tk.host_events),
         op_shapes=shape_sums(tk, totals.kinds, static_sums, keys), dtypes_note=launch_dtypes_note(filled)))
-
-
-def _record(trace: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    from ..devices.props import RECORD_KEY
-
-    got = trace.get(RECORD_KEY)
-    return got if isinstance(got, Mapping) else None
 
 
 @dataclass(frozen=True)

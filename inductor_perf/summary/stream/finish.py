@@ -16,6 +16,7 @@ from typing import Any, Callable
 
 from ...augment.args import roof_figures
 from ...augment.in_memory import recorded_costs_note
+from ...devices.props import recorded_block
 from ...model import events as evs
 from ...model.kernel_kinds import KIND_COLLECTIVE
 from ...roofline.point import INLINE_RANGE, binding_roof, inline_sums, inline_takes
@@ -422,17 +423,10 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         kernels=tk, counts=counts, window=window, launcher=None, graph_launches=seen.graph_launches,
         distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
-        costs_note=costs_note, idle=idle, unions=unions, idle_by_stream=by_stream, record=_record(header),
+        costs_note=costs_note, idle=idle, unions=unions, idle_by_stream=by_stream, record=recorded_block(header),
         graph_gaps=graph_gaps_of_columns(profiler_steps(seen.steps), seen.threads.names, seen.threads.cols),
         op_shapes=shapes, dtypes_note=launch_dtypes_note(filled)))
     return summary, device
-
-
-def _record(header: dict) -> dict | None:
-    from ...devices.props import RECORD_KEY
-
-    got = header.get(RECORD_KEY)
-    return got if isinstance(got, dict) else None
 
 
 def trace_kernels(seen: Any, roots: Any) -> Any:
