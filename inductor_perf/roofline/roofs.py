@@ -275,7 +275,7 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
     return why
 
 
-def _compute_reasons(roofs: Roofs, comp: ComputeRoof, ach_tflops: float, dtype_known: bool = True) -> list[str]:
+def _compute_reasons(roofs: Roofs, comp: ComputeRoof, ach_tflops: float, dtype_known: bool) -> list[str]:
     """Why a compute-bound kernel can show above ``comp``'s roof (``dtype_known`` False: the kernel
     has no dtype, and float32's roof stood in for its own)."""
     if comp.source == "measured":
@@ -308,7 +308,7 @@ def _compute_reasons(roofs: Roofs, comp: ComputeRoof, ach_tflops: float, dtype_k
 
 def _above_roof_reason(roofs: Roofs, bound: str, mem: MemoryRoof | None, comp: ComputeRoof | None,
                        pct: float, ach_gbps: float, ach_tflops: float, working_set: float | None,
-                       mean_us: float | None, dtype_known: bool = True) -> str:
+                       mean_us: float | None, dtype_known: bool) -> str:
     """Why a kernel shows above its roof, each reason one the numbers establish (duration, working set
     against the levels, the roof's source); "unexplained: ..." when none does. Never advice to
     measure this machine: the trace may have been recorded on another."""

@@ -10,6 +10,11 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "shared" / "traces"))
+SHARED = ["a100_ranks8_r3_control.json.gz", "v100_ranks2_r1_test.json.gz", "mi250_minitoy_train_rocm6.json.gz",
+          "a100_triton_example.json.gz", "two_ranks/sampled_rank-0.json.gz", "two_ranks/sampled_rank-1.json.gz"]
+GPU_FIXTURES = sorted(p.name for p in (FIXTURES / "gpu").glob("*.trace.json.gz"))
 
 
 def generated_trace(folder: Path, events: int = 3000) -> Path:
@@ -19,8 +24,3 @@ def generated_trace(folder: Path, events: int = 3000) -> Path:
     subprocess.run([sys.executable, str(ROOT / "bench" / "gen_trace.py"), str(events), str(p)], check=True,
                    capture_output=True)
     return p
-FIXTURES = ROOT / "tests" / "fixtures"
-TRACES = Path(os.environ.get("INDUCTOR_PERF_SHARED_TRACES", ROOT / ".." / "shared" / "traces"))
-SHARED = ["a100_ranks8_r3_control.json.gz", "v100_ranks2_r1_test.json.gz", "mi250_minitoy_train_rocm6.json.gz",
-          "a100_triton_example.json.gz", "two_ranks/sampled_rank-0.json.gz", "two_ranks/sampled_rank-1.json.gz"]
-GPU_FIXTURES = sorted(p.name for p in (FIXTURES / "gpu").glob("*.trace.json.gz"))
