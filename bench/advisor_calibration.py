@@ -11,12 +11,16 @@ the step it timed without the profiler, over the measured gain) and of shares (i
 problem). The capture runs in another process than the timed rounds, and on a shared machine the load
 changes in between: a share is what stays when the whole step runs slower or faster.
 
+The captures read this machine's roofs as measured by ``inductor-perf calibrate`` (run once, on one
+thread, into a cache directory of the script's own: :func:`roofs_dir`), which ``headroom`` and
+``precision`` rest on.
+
 A case of several ranks (``exposed_comm``) runs on two gloo ranks on loopback (``mp.spawn`` in a child
 process), each capturing its own trace; the estimate is the job's finding of the cross-rank view of
 them (``inductor-perf summary DIR``), and the timed rounds start each step on every rank together.
 
     python bench/advisor_calibration.py            # prints the table docs/advisor.md shows
-    python bench/advisor_calibration.py exposed_comm   # some cases only
+    python bench/advisor_calibration.py headroom precision   # some cases only
 
 tests/integration/test_advisor_calibration.py runs the same cases and asserts that the planted kind
 ranks in the top 3 and that the estimate is within 0.5-2x of the measured gain.
@@ -24,6 +28,7 @@ ranks in the top 3 and that the estimate is within 0.5-2x of the measured gain.
 
 from __future__ import annotations
 
+import copy
 import glob
 import importlib
 import json
@@ -98,18 +103,43 @@ class Case:
     """Other fixes to time beside ``fixed`` (name -> step), reported, not asserted on."""
 
 
+_ROOFS: tempfile.TemporaryDirectory | None = None
+
+
+def roofs_dir() -> str:
+    """A calibration cache of this machine's measured roofs on one thread (``inductor-perf calibrate``,
+    run once per process into a directory of its own, removed at exit): the captures read their roofs
+    from it (``INDUCTOR_PERF_CACHE_DIR``), as a user's captures do once they calibrated, so the
+    estimates that rest on a roof (``headroom``, ``precision``) rest on a measured one, not on the
+    computed CPU peaks (an estimated bandwidth, a base clock)."""
+    global _ROOFS
+    if _ROOFS is None:
+        made = tempfile.TemporaryDirectory(prefix="inductor_perf_roofs_")
+        env = dict(os.environ, INDUCTOR_PERF_CACHE_DIR=made.name, OMP_NUM_THREADS="1")
+        proc = subprocess.run([sys.executable, "-m", "inductor_perf", "calibrate", "--seconds", "5"], env=env,
+                              capture_output=True, text=True, timeout=300)
+        if proc.returncode != 0:
+            made.cleanup()
+            raise RuntimeError(f"inductor-perf calibrate failed (exit {proc.returncode}): {proc.stderr[-2000:]}")
+        _ROOFS = made
+    return _ROOFS.name
+
+
 def _ref(builder: Callable[[], Case]) -> str:
     """``MODULE:NAME`` of a case's builder, for a child process to import it by."""
     module = sys.modules[builder.__module__].__file__ or ""
     return f"{os.path.splitext(os.path.basename(module))[0]}:{builder.__name__}"
 
 
-def _capture(builder: Callable[[], Case]) -> list[dict]:
+def _capture(builder: Callable[[], Case], cpu_roofs: bool = True) -> list[dict]:
     """The findings an env-var capture of ``builder()``'s problem step wrote (summary.json), from a child
-    process that runs this file with ``--capture``."""
+    process that runs this file with ``--capture``; on the CPU's measured roofs (:func:`roofs_dir`) when
+    ``cpu_roofs``."""
     ref = _ref(builder)
     with tempfile.TemporaryDirectory() as out:
         env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=out, INDUCTOR_PERF_SKIP=str(SKIP), INDUCTOR_PERF_STEPS=str(STEPS))
+        if cpu_roofs:
+            env["INDUCTOR_PERF_CACHE_DIR"] = roofs_dir()
         proc = subprocess.run([sys.executable, os.path.abspath(__file__), "--capture", ref], env=env,
                               capture_output=True, text=True, timeout=900)
         paths = glob.glob(os.path.join(out, "*.summary.json"))
@@ -130,13 +160,15 @@ def _capture_child(ref: str) -> None:
         case.problem()
 
 
-def run_case(builder: Callable[[], Case], rounds: int, per_round: int, warm: int = 3) -> "Result":
-    """Capture ``builder``'s problem (:func:`_capture`), then time it against the fix in paired rounds."""
+def run_case(builder: Callable[[], Case], rounds: int, per_round: int, warm: int = 3,
+             cpu_roofs: bool = True) -> "Result":
+    """Capture ``builder``'s problem (:func:`_capture`; ``cpu_roofs`` False for a GPU case, whose roofs are
+    the GPU's), then time it against the fix in paired rounds."""
     c = builder()
     for _ in range(warm):
         c.problem()
         c.fixed()
-    findings = _capture(builder)
+    findings = _capture(builder, cpu_roofs)
     return _result(c.kind, c.case, findings, *_rounds([c.problem, c.fixed], rounds, per_round, c.sync), want=c.want)
 
 
@@ -242,7 +274,8 @@ def run_ranks_case(builder: Callable[[], Case], rounds: int, per_round: int) -> 
     me = os.path.abspath(__file__)
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "capture")
-        env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=out, INDUCTOR_PERF_SKIP=str(SKIP), INDUCTOR_PERF_STEPS=str(STEPS))
+        env = dict(os.environ, INDUCTOR_PERF_TRACE_DIR=out, INDUCTOR_PERF_SKIP=str(SKIP), INDUCTOR_PERF_STEPS=str(STEPS),
+                   INDUCTOR_PERF_CACHE_DIR=roofs_dir())
         for mode, extra_env in (("capture", env), ("time", dict(os.environ))):
             proc = subprocess.run([sys.executable, me, "--ranks", mode, ref, os.path.join(tmp, "times.json"),
                                    str(rounds), str(per_round)], env=extra_env, capture_output=True, text=True,
@@ -350,7 +383,6 @@ def exposed_comm_loops() -> Case:
     overlapped), so the fix timed is the same step without the collectives: the gain overlap can reach
     at most. DDP, the fix a user applies, is timed beside it (its buckets overlap the backward, but
     gloo's reductions run on the CPU cores the compute needs)."""
-    import copy
 
     import torch.distributed as dist
 
@@ -383,7 +415,76 @@ def exposed_comm_case(rounds: int = 6, per_round: int = 4) -> Result:
     return run_ranks_case(exposed_comm_loops, rounds, per_round)
 
 
-CASES = (input_wait_case, optimizer_case, exposed_comm_case)
+# --- headroom: a batch read across its rows -----------------------------------------------------------------
+class _Scores(nn.Module):
+    """A linear score per feature, summed over the features of each sample."""
+
+    def __init__(self, features: int) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(features))
+        self.b = nn.Parameter(torch.randn(features))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return (x * self.w + self.b).relu().sum(dim=1)
+
+
+def headroom_loops() -> Case:
+    """Scoring a batch of 4096 samples x 4096 features (64 MB of float32) that arrives column-major
+    (the transpose of a features x samples array: a Fortran-order array from numpy, a ``.t()`` upstream),
+    so the compiled kernel sums each row across a stride of 16 KB; fixed by storing the batch row-major
+    (``.contiguous()`` once, where it is loaded). The same bytes either way: one kernel, far under the
+    memory roof, then near it."""
+    torch.manual_seed(0)
+    model = _Scores(4096)
+    strided = torch.randn(4096, 4096).t()  # samples x features, column-major
+    rows = strided.contiguous()
+
+    def loop(batch: torch.Tensor) -> Callable[[], None]:
+        compiled = torch.compile(model, backend="inductor_perf")
+
+        def step() -> None:
+            with torch.no_grad():
+                compiled(batch)
+        return step
+
+    return Case("headroom", "row sums of a 4096 x 4096 float32 batch stored column-major -> row-major",
+                loop(strided), loop(rows))
+
+
+def headroom_case(rounds: int = 6, per_round: int = 3) -> Result:
+    return run_case(headroom_loops, rounds, per_round)
+
+
+# --- precision: float32 matmuls on a CPU with a bfloat16 path ---------------------------------------------------
+def precision_loops() -> Case:
+    """A training step of 4 x Linear(1024) + ReLU, batch 512, in float32, fixed by bfloat16 autocast around
+    the forward and the loss (the CPU's AVX512_BF16 / AMX matmuls)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(*[m for _ in range(4) for m in (nn.Linear(1024, 1024), nn.ReLU())])
+    twin = copy.deepcopy(model)
+    x = torch.randn(512, 1024)
+
+    def loop(net: nn.Module, bf16: bool) -> Callable[[], None]:
+        compiled = torch.compile(net, backend="inductor_perf")
+        opt = torch.optim.SGD(net.parameters(), lr=1e-3)
+
+        def step() -> None:
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = compiled(x).square().mean()
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+        return step
+
+    return Case("precision", "4 x Linear(1024) float32, batch 512 -> autocast bfloat16", loop(model, False),
+                loop(twin, True))
+
+
+def precision_case(rounds: int = 6, per_round: int = 3) -> Result:
+    return run_case(precision_loops, rounds, per_round)
+
+
+CASES = (input_wait_case, optimizer_case, exposed_comm_case, headroom_case, precision_case)
 
 
 def table(results: list[Result]) -> str:

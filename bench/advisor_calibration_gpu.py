@@ -91,19 +91,19 @@ def precision_loops() -> cal.Case:
 
 
 def host_bound_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
-    return cal.run_case(host_bound_loops, rounds, per_round, warm=5)
+    return cal.run_case(host_bound_loops, rounds, per_round, warm=5, cpu_roofs=False)
 
 
 def sync_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
-    return cal.run_case(sync_loops, rounds, per_round, warm=5)
+    return cal.run_case(sync_loops, rounds, per_round, warm=5, cpu_roofs=False)
 
 
 def memcpy_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
-    return cal.run_case(memcpy_loops, rounds, per_round, warm=5)
+    return cal.run_case(memcpy_loops, rounds, per_round, warm=5, cpu_roofs=False)
 
 
 def precision_case(rounds: int = 6, per_round: int = 10) -> cal.Result:
-    return cal.run_case(precision_loops, rounds, per_round, warm=5)
+    return cal.run_case(precision_loops, rounds, per_round, warm=5, cpu_roofs=False)
 
 
 CASES = (host_bound_case, sync_case, memcpy_case, precision_case)

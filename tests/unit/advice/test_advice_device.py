@@ -33,6 +33,27 @@ def test_headroom_kernel_near_its_roof_is_quiet():
     assert "headroom" not in _kinds([k])  # 3000 GB/s: 90 % of HBM
 
 
+def test_headroom_without_a_source_line_goes_by_module_and_names_it():
+    # library modules in an nn.Sequential: the kernels carry a module path and no user line. Each at
+    # 20 % of HBM (0.067 GB in 100 µs): 80 µs a step at the roof, one finding per module
+    events = [kernel("triton_poi_fused_add_0", 0, 100, kernel_flop=0, kernel_num_gb=0.067, module_path="0"),
+              kernel("triton_poi_fused_mul_1", 200, 100, kernel_flop=0, kernel_num_gb=0.067, module_path="1")]
+    got = sorted(_kinds(events)["headroom"], key=lambda f: f.module)
+    assert [(f.source, f.module) for f in got] == [(None, "0"), (None, "1")]
+    assert [f.saving_us_per_step for f in got] == pytest.approx([80.0, 80.0], abs=0.05)
+    assert "of module 0 " in got[0].title
+
+
+@pytest.mark.parametrize(("name", "channels_last"), [("aten::convolution", True),
+                                                     ("sm90_xmma_fprop_implicit_gemm_f32f32", True),
+                                                     ("triton_poi_fused_add_0", False)])
+def test_headroom_fix_names_channels_last_for_convolutions_only(name, channels_last):
+    k = kernel(name, 0, 100, kernel_flop=0, kernel_num_gb=0.067, source="model.py:12")
+    (f,) = _kinds([k])["headroom"]
+    assert ("channels_last" in f.fix) is channels_last
+    assert "kernel table" in f.fix
+
+
 def test_precision_fp32_gemm_hand_arithmetic():
     # 4.02 GFLOP in 100 µs: 40.2 TFLOP/s, 60 % of float32's 67 (compute-bound, no headroom finding);
     # at the same share of TF32's 494.5 it takes 100 x 67 / 494.5 µs: saves 100 x (1 - 67/494.5)
