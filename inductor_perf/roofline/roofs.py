@@ -247,6 +247,11 @@ def _source_words(source: str) -> str:
             "user": "given by the user"}.get(source, source)
 
 
+COPY_UNCOUNTED = 1.5
+"""A copy counted as 2 bytes a byte (read, write) moves up to 3 through DRAM (the written line is read
+first), so a kernel can move up to this many times a measured copy roof."""
+
+
 def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set: float | None) -> list[str]:
     """Why a memory-bound kernel can show above ``mem``'s roof, from what the numbers establish."""
     why: list[str] = []
@@ -257,6 +262,23 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
     faster = [m for m in roofs.memory if m.capacity_bytes is not None and m.gbps > mem.gbps
               and (mem.capacity_bytes is None or m.capacity_bytes < mem.capacity_bytes)]
     within = [m for m in faster if ach_gbps <= m.gbps]
+    # Main memory carries what no cache level can hold: that share's rate, at the least, is DRAM traffic
+    beyond = working_set - max((m.capacity_bytes or 0 for m in faster), default=0) if working_set else 0.0
+    least_gbps = ach_gbps * beyond / working_set if working_set and beyond > 0 else 0.0
+    if mem.capacity_bytes is None and least_gbps > mem.gbps:
+        # no cache explains it: a roof that is an estimate or a measured lower bound does, else nothing
+        if mem.source == "measured" and least_gbps <= COPY_UNCOUNTED * mem.gbps:
+            return why + [f"the {mem.level} roof is calibrate's best copy/add rate ({mem.gbps:.0f} GB/s), which "
+                          "counts no read of the lines it writes (a cache writes a line back only after reading it: "
+                          f"up to {COPY_UNCOUNTED:g}x the count), and this kernel moved more"]
+        if not (mem.source.startswith("estimate") or mem.source == "computed"):
+            return why
+        held = max(faster, key=lambda m: m.capacity_bytes or 0) if faster else None
+        what = (f"{_bytes(beyond)} of its {_bytes(working_set or 0)} a launch cannot fit in {held.level} "
+                f"({_bytes(held.capacity_bytes or 0)})" if held else f"its {_bytes(working_set or 0)} a launch")
+        return why + [f"{what}, so it came through {mem.level} at {least_gbps:.0f} GB/s or more: the {mem.level} "
+                      f"roof is an estimate ({mem.gbps:.0f} GB/s, {mem.source.split(';')[0]}) too low for the "
+                      "machine that recorded the trace; `inductor-perf calibrate` there measures it"]
     if within:
         f = within[-1]  # the nearest faster level whose roof it stays under
         ws = f" (working set {_bytes(working_set)}, {f.level} {_bytes(f.capacity_bytes or 0)})" if working_set else ""

@@ -101,7 +101,11 @@ def above_peak_reason(flops_pct: float | None, bandwidth_pct: float | None, peak
     if bandwidth_pct is not None and bandwidth_pct > 100.0:
         main = roofs.main_memory().level if roofs is not None and roofs.main_memory() else "memory"
         cached = roofs is not None and len(roofs.memory) > 1
-        why.append(f"bandwidth above the {main} roof: the counted bytes include data served from "
-                   + ("the cache levels the kernels' working sets fit" if cached else "the on-chip caches")
-                   + " (inputs read more than once count each time)")
+        over = [r for r in rows if r.placement is not None and r.placement.bound == "memory"
+                and r.placement.level == main and r.placement.above_roof_reason]
+        why.append(f"bandwidth above the {main} roof: "
+                   + (f"{len(over)} kernel(s) above it ({over[0].placement.above_roof_reason})" if over else
+                      "the counted bytes include data served from "
+                      + ("the cache levels the kernels' working sets fit" if cached else "the on-chip caches")
+                      + " (inputs read more than once count each time)"))
     return "; ".join(why) or None

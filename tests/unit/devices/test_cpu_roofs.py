@@ -241,6 +241,32 @@ def test_compute_above_a_measured_roof_and_the_unexplained_case():
     assert p.above_roof_reason.startswith("unexplained: ")
 
 
+def test_a_working_set_no_cache_holds_proves_an_estimated_dram_roof_too_low():
+    # 64 MiB a launch against a 32 MiB L3: at least 32 MiB of each launch came from DRAM. 3 launches of
+    # 64 MiB in 8.05 ms: 25.0 GB/s, so >= 12.5 GB/s of DRAM traffic against the computed 8 GB/s.
+    est = Roofs("cpu", ROOFS.compute, (MemoryRoof("L3", 108.0, 32 * MIB, "estimate: 32 B/cycle/core"),
+                                       MemoryRoof("DRAM", 8.0, None, "computed")))
+    nbytes = 3 * 64 * MIB
+    p = place(0, nbytes, nbytes / 25e3, 3, "float32", est)
+    assert p.level == "DRAM" and p.pct_of_roof == pytest.approx(312.5)
+    assert "32 MiB of its 64 MiB a launch cannot fit in L3" in p.above_roof_reason
+    assert "at 12 GB/s or more" in p.above_roof_reason and "too low" in p.above_roof_reason
+    assert "served from" not in p.above_roof_reason  # no cache could have served it
+    # Had the L3 held half of it more (48 MiB), 16 MiB at 25 GB/s x 1/4 = 6.25 GB/s fits the 8: caches it is
+    est = Roofs("cpu", ROOFS.compute, (MemoryRoof("L3", 108.0, 48 * MIB, "estimate: 32 B/cycle/core"),
+                                       MemoryRoof("DRAM", 8.0, None, "computed")))
+    assert "served from L3" in place(0, nbytes, nbytes / 25e3, 3, "float32", est).above_roof_reason
+
+
+def test_a_measured_dram_roof_is_exceeded_by_up_to_what_a_copy_leaves_uncounted():
+    # 8 MB a launch, 4 MiB of L2: >= 3.81 MB from DRAM. In 300 µs: 26.7 GB/s, >= 12.7 GB/s of DRAM
+    # traffic: above the measured 10, within 1.5 x 10.
+    p = place(0, 8e6, 300.0, 1, "float32", ROOFS)
+    assert p.level == "DRAM" and "copy/add rate" in p.above_roof_reason and "served from" not in p.above_roof_reason
+    # in 200 µs: >= 19.0 GB/s, beyond 15: nothing explains it
+    assert place(0, 8e6, 200.0, 1, "float32", ROOFS).above_roof_reason.startswith("unexplained: ")
+
+
 # --- calibration ------------------------------------------------------------------------------------
 def test_cache_buffer_sizes_by_hand():
     levels = cpu_caches.read_sysfs(KVM)
