@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 from ..model.event_cost import AugmentStats, EventCost
 from ..model.events import (CPU_OP_CATS, CPU_SCOPE_CATS, DEVICE_CATS, DUR_MAX_US, FLOW_CATS, KERNEL_CATS, RUNTIME_CATS,
                             TS_MAX_US, Columns, event_time, nest_columns, new_columns, number)
+from ..roofline.roofs import tf32_kernel
 
 # Runtime calls that replay a captured CUDA graph (mode="reduce-overhead"): their correlation names
 # every kernel of the replay.
@@ -213,7 +214,7 @@ class LaunchIndex:
     """
 
     _STATE: tuple[str, ...] = ("by_thread", "is_scope", "ext_to_op", "dup_ext", "runtime_by_corr", "kernels",
-                               "flows_later", "copies", "graph_launches")
+                               "flows_later", "copies", "graph_launches", "tf32")
     _COUNTS: tuple[str, ...] = ("device_kernels", "cpu_ops", "duplicate_external_ids", "bad_time")
 
     def __init__(self, load: Callable[[int], Any]) -> None:
@@ -230,6 +231,9 @@ class LaunchIndex:
         """The memcpy / memset events among :attr:`kernels`."""
         self.graph_launches: set[int] = set()
         """Runtime calls that replay a CUDA graph (:data:`GRAPH_LAUNCHES`)."""
+        self.tf32: set[int] = set()
+        """Kernels whose names say they ran on TF32 tensor cores (:func:`~inductor_perf.roofline.roofs.tf32_kernel`),
+        noted as they are indexed so that the costs never read a kernel again for its name."""
         self.replayed: set[int] = set()
         """Device events launched by one of :attr:`graph_launches`, filled by :meth:`launches`."""
         self._load = load
@@ -274,6 +278,8 @@ class LaunchIndex:
             if kind == COPY:
                 self.copies[i] = copy_of(ev.get("name"), args)
                 return None
+            if tf32_kernel(ev.get("name")):
+                self.tf32.add(i)
             self.stats.device_kernels += 1
             return kind, args
         pid = ev.get("pid")
@@ -352,6 +358,7 @@ class LaunchIndex:
         add_rebased(self.copies, st.pop("copies"), base)
         self.is_scope.update(shifted(st.pop("is_scope"), base))
         self.graph_launches.update(shifted(st.pop("graph_launches"), base))
+        self.tf32.update(shifted(st.pop("tf32"), base))
         # a later event overwrites, as in index()
         self.runtime_by_corr.update(_values_shifted(st.pop("runtime_by_corr"), base))
         self.flows_later.extend(shifted(st.pop("flows_later"), base))

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any, Mapping
 from ..devices.spec import TF32
 from ..model import events as evs
 from ..model.event_cost import EventCost
-from ..roofline.roofs import tf32_kernel
 from .comm import RPC_NAME, CommInfo, comm_cost
 from .launch import copy_cost
 from .ops.formulas import NO_SHAPES, UNKNOWN_OP
@@ -25,10 +24,6 @@ Label = Mapping[str, Any]
 for a collective with no recorded size)."""
 
 NO_LAUNCH_OP = "no_launch_op"
-
-
-def _name(ev: Any) -> Any:
-    return ev.get("name") if isinstance(ev, dict) else None
 
 
 def split_shares(total: int, weights: list[int]) -> list[int]:
@@ -169,14 +164,14 @@ class Placer:
         """The kernels of a float32 matmul op of which one ran on TF32 tensor cores (its name says so:
         :func:`roofline.roofs.tf32_kernel`) are measured against the TF32 roof: their costs' dtype becomes
         "tf32" (a split-K reduce beside a ``tensorop_s1688gemm`` shares its op's work, and its roof).
-        Each such op's kernels are read again for their names: float32 GEMMs only."""
-        join, costs = self.join, self.costs
+        The index noted those names (``join.tf32``) as it read the kernels."""
+        join, costs, tf32 = self.join, self.costs, self.join.tf32
         for op, ks in groups.items():
             cost = join.own.get(op)
             if cost is None or cost.matmul_flops <= 0 or str(cost.dtype).removeprefix("torch.") != "float32":
                 continue
             ks = [ks] if type(ks) is int else ks
-            if any(tf32_kernel(_name(join.event(k))) for k in ks):
+            if any(k in tf32 for k in ks):
                 for k in ks:
                     c = costs.get(k)
                     if c is not None:

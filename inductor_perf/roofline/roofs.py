@@ -50,7 +50,10 @@ def tf32_kernel(name: object) -> bool:
     >>> tf32_kernel("ampere_sgemm_128x64_nn"), tf32_kernel("cutlass_80_tensorop_bf16_s16816gemm_relu")
     (False, False)
     """
-    return isinstance(name, str) and any(t in name for t in TF32_NAME_TOKENS)
+    return isinstance(name, str) and _TF32_IN_NAME.search(name) is not None
+
+
+_TF32_IN_NAME = re.compile("|".join(map(re.escape, TF32_NAME_TOKENS)))
 
 
 @dataclass(frozen=True)

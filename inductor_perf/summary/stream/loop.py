@@ -28,6 +28,7 @@ from typing import Any, Callable
 
 from ...costs.launch import COPY, GRAPH_LAUNCHES, KERNEL, RUNTIME, kind_of_category, id_key, copy_of
 from ...model import events as evs
+from ...roofline.roofs import tf32_kernel
 from ..comm import HOST_PREFIXES
 from ..kernels import ParsedEvent, _hashable
 
@@ -241,6 +242,8 @@ def _index_device(join: Any, i: int, jk: int, name: str, args: dict, ts: float, 
     if jk == COPY:
         join.copies[i] = copy_of(name, args)
         return 0
+    if tf32_kernel(name):
+        join.tf32.add(i)
     if evs.KERNEL_FLOP in args or evs.KERNEL_NUM_GB in args or name.find("ccl", 0, 24) >= 0:
         join.cost_of(i, name, jk, args, ts)  # a precost or a collective: the rest of cost() does nothing
     return 1

@@ -662,3 +662,23 @@ def test_worker_loads_no_module(generated, tmp_path, processes, torch_first):
     assert r.stdout.strip() == "True"  # the device row was looked up
     reports = [json.load(open(os.path.join(d, f))) for f in sorted(os.listdir(d)) if f.startswith("worker")]
     assert reports == [[[], True], [[], True]]
+
+
+def test_tf32_kernel_names_are_noted_on_both_sides_of_the_split(tmp_path):
+    # 8 float32 aten::mm ops, one kernel each, alternately a plain SGEMM and a TF32 one (by name):
+    # wherever the worker's part starts, each kernel is costed on its own op's dtype, TF32 by its name.
+    evs_ = []
+    names = ["ampere_sgemm_128x64_nn", "cutlass_80_tensorop_s1688gemm_64x64_32x6_tn_align4"]
+    for j in range(8):
+        ts = 100 * j
+        evs_.append('{"ph":"X","cat":"cpu_op","name":"aten::mm","pid":1,"tid":1,"ts":%d,"dur":20,'
+                    '"args":{"External id":%d,"Input Dims":[[64,64],[64,64]],"Input type":["float","float"],'
+                    '"Concrete Inputs":["",""]}}' % (ts, 10 + j))
+        evs_.append(_runtime(1000 + j, ts + 5))
+        evs_.append('{"ph":"X","cat":"kernel","name":"%s","pid":0,"tid":7,"ts":%d,"dur":4,'
+                    '"args":{"correlation":%d,"External id":%d}}' % (names[j % 2], ts + 30, 1000 + j, 10 + j))
+    src = _write(tmp_path, '{"traceEvents":[\n%s]}' % ",\n".join(evs_))
+    full, fast, _, _ = _both(src, tmp_path)
+    assert fast == full
+    got = [e["args"].get(evs.KERNEL_DTYPE) for e in fast["traceEvents"] if e["cat"] == "kernel"]
+    assert got == ["float32", "tf32"] * 4
