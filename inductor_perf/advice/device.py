@@ -30,12 +30,23 @@ COMM_FIX = ("overlap communication with compute: DDP(bucket_cap_mb=..., gradient
             "forward/backward prefetch, async collectives issued early; or fewer, larger collectives")
 
 
-HEADROOM_FIX = ("look at these kernels in the kernel table: shapes too small to fill the device (batch more, fuse them: "
-                "more of the step in one compiled graph), layouts that stride memory, or mode=\"max-autotune\"")
+HEADROOM_FIX = ("look at these kernels in the kernel table: shapes too small to fill the device (batch more, fuse "
+                "them: more of the step in one compiled graph), layouts that stride memory, or mode=\"max-autotune\"")
 CONV_FIX = ("convolutions: the channels_last layout (model.to(memory_format=torch.channels_last) and inputs "
             "x.contiguous(memory_format=torch.channels_last)), which the convolution libraries run fastest, "
             "depthwise ones most of all; then ")
 """Said first when a convolution is among the kernels (measured: a depthwise 3x3 conv on CPU ran 7x faster)."""
+
+
+def roof_caveat(summary: Any) -> str:
+    """Said in the evidence of an estimate that rests on the device's roofs when they are computed (a
+    CPU's: from the ISA and clock, the DRAM bandwidth a guess), not measured; "" otherwise."""
+    peak = getattr(summary, "peak", None)
+    if getattr(peak, "peak_source", None) != "computed":
+        return ""
+    return (" The roofs are computed from the ISA and clock (the DRAM bandwidth estimated), not measured, and this "
+            "estimate is only as good as they are: `inductor-perf calibrate` on the machine that recorded the trace "
+            "measures them (docs/advisor.md, Calibration).")
 
 
 def _is_conv(name: str) -> bool:
@@ -77,7 +88,7 @@ def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Findin
             "headroom", f"{g.names} kernel(s) {where} run at {pct:.0f} % of their roof", g.now - g.at_roof, step,
             f"{us(step.per_step(g.now))} a step in {g.names} kernel name(s) under {FAR_UNDER_PCT:.0f} % of the roof "
             f"that binds each (time-weighted {pct:.0f} %); step = {step.basis}. Model: each kernel at its roof "
-            "(time x % of roof), an upper bound: small, latency-bound kernels rarely get there.",
+            "(time x % of roof), an upper bound: small, latency-bound kernels rarely get there." + roof_caveat(summary),
             (CONV_FIX + HEADROOM_FIX[0].lower() + HEADROOM_FIX[1:]) if g.conv else HEADROOM_FIX,
             source=src, module=module))
     return out
@@ -122,7 +133,7 @@ def find_precision(record: Mapping[str, Any] | None, summary: Any) -> list[Findi
         f"{fast_dt} runs {fast / fp32:.1f}x faster here", saving, step,
         f"{us(step.per_step(now))} a step in compute-bound float32 kernels with FLOPs; the device's matmul roofs: "
         f"float32 {fp32:g}, {fast_dt} {fast:g} TFLOP/s; step = {step.basis}. Model: the same kernels at the same "
-        f"share of the {fast_dt} roof: time x (1 - {fp32:g}/{fast:g}).",
+        f"share of the {fast_dt} roof: time x (1 - {fp32:g}/{fast:g})." + roof_caveat(summary),
         f"{how}, if the model tolerates the precision")]
 
 

@@ -54,6 +54,17 @@ def test_headroom_fix_names_channels_last_for_convolutions_only(name, channels_l
     assert "kernel table" in f.fix
 
 
+@pytest.mark.parametrize("source", ["computed", "measured"])
+def test_a_saving_against_computed_roofs_says_so(source):
+    # a CPU at 10 GB/s: 0.0002 GB in 100 µs is 2 GB/s, 20 % of the roof (headroom 80 µs)
+    cpu = {"name": "a CPU", "peak_tflops": {"float32": 0.1}, "mem_bandwidth_gbs": 10.0, "device_type": "cpu",
+           "peak_source": source}
+    k = kernel("cpp_fused_add_0", 0, 100, kernel_flop=0, kernel_num_gb=0.0002, source="model.py:12")
+    (f,) = _kinds([k], cpu)["headroom"]
+    assert f.saving_us_per_step == pytest.approx(80.0, abs=0.05)
+    assert ("inductor-perf calibrate" in f.evidence) is (source == "computed")
+
+
 def test_precision_fp32_gemm_hand_arithmetic():
     # 4.02 GFLOP in 100 µs: 40.2 TFLOP/s, 60 % of float32's 67 (compute-bound, no headroom finding);
     # at the same share of TF32's 494.5 it takes 100 x 67 / 494.5 µs: saves 100 x (1 - 67/494.5)
