@@ -103,12 +103,14 @@ def _merged_row(by_rank: dict[int, list[dict[str, Any]]], step_us: float | None)
 def merge(per_rank: Iterable[tuple[int, list[dict[str, Any]] | None]], step_us: float | None) -> list[FindingRow]:
     """The ranks' own findings (``(rank, findings or None)``) merged into rows (module docstring), less
     ``exposed_comm`` (the job's row replaces it); ``step_us``: the median step over the ranks."""
-    groups: dict[tuple[str, str, str], dict[int, list[dict[str, Any]]]] = {}
+    groups: dict[tuple[str, str, str, str], dict[int, list[dict[str, Any]]]] = {}
     for rank, found in per_rank:
         for f in found or ():
             if f["kind"] == "exposed_comm":
                 continue
-            key = (f["kind"], f.get("source") or "", title_key(f["title"]))
+            # a finding with no source line may be a module's (headroom): its path, digits and all, tells them apart
+            source = f.get("source") or ""
+            key = (f["kind"], source, "" if source else f.get("module") or "", title_key(f["title"]))
             groups.setdefault(key, {}).setdefault(rank, []).append(f)
     return [_merged_row(by_rank, step_us) for by_rank in groups.values()]
 

@@ -14,7 +14,7 @@ from inductor_perf import cli
 from inductor_perf.advice.advise import advise
 from inductor_perf.ranks.digest import digest, rank_findings, view_of
 from inductor_perf.ranks.files import cross_rank_files
-from inductor_perf.ranks.findings import title_key
+from inductor_perf.ranks.findings import merge, title_key
 from inductor_perf.report.ranks import format_ranks
 from inductor_perf.summary.files import summarize_file
 from inductor_perf.summary.light import LIGHT_NOTE
@@ -135,6 +135,18 @@ def test_title_key_masks_numbers_and_units():
     assert title_key(a) == title_key(b) == "launch-bound: the device idles # a step while the host runs the model eagerly"
     assert title_key("3 kernel(s) of x.py:12 run at 12.5 % of their roof") == "# kernel(s) of x.py:# run at # of their roof"
     assert title_key("tf32 runs 1.5x faster") == "tf# runs # faster"
+
+
+def test_headroom_of_two_modules_stays_two_rows_across_ranks():
+    # no source line: the module path tells the findings apart, though their titles mask alike
+    def found(module: str, us: float) -> dict:
+        return {"kind": "headroom", "title": f"1 kernel(s) of module {module} run at 12 % of their roof",
+                "source": None, "module": module, "saving_us_per_step": us, "saving_pct_of_step": 1.0,
+                "one_time_s": None, "evidence": "e", "fix": "f"}
+    rows = merge([(0, [found("layers.0", 10.0), found("layers.1", 30.0)]),
+                  (1, [found("layers.0", 20.0), found("layers.1", 40.0)])], step_us=1000.0)
+    assert sorted((r.module, r.ranks, r.median_saving_us) for r in rows) == [("layers.0", [0, 1], 15.0),
+                                                                              ("layers.1", [0, 1], 35.0)]
 
 
 @pytest.mark.skipif(not os.path.isdir(SHARED), reason="../shared/traces/two_ranks is absent (real GPU traces)")
