@@ -110,7 +110,8 @@ def find_sync(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
         saving = min(site.drain_us, site.host_us)
         if saving <= 0:
             continue
-        where = site.source or "an unknown line"
+        where = site.source or (f"an unknown line (after the kernels of {site.after})" if site.after
+                                else "an unknown line")
         out.append(finding(
             "sync", f"host-device sync at {where} ({site.what}) holds the host {us(step.per_step(site.host_us))} "
             f"and leaves the device idle {us(step.per_step(site.drain_us))} a step", saving, step,
@@ -118,7 +119,10 @@ def find_sync(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
             f"device then sat idle {us(step.per_step(site.drain_us))} a step until the next kernel; step = "
             f"{step.basis}. Model: without the sync the step loses the lesser of the two - a device-bound step "
             "the idle after it (the host launches ahead and the queue never drains), a host-bound step the wait "
-            "(the device idles between launches either way).",
+            "(the device idles between launches either way)." + (
+                "" if site.source or not site.after else
+                f" The sync ran outside compiled code and the trace has no python stack (with_stack=True records "
+                f"one): {site.after} is the line of the last kernel before it, the work it waited for."),
             "keep values on the device inside the step: no .item() / .cpu() / print(tensor) / if tensor: in the "
             "loop (log every N steps), torch.where or masks instead of nonzero / boolean indexing, "
             "non_blocking=True copies", source=site.source))

@@ -51,7 +51,8 @@ class SyncSite:
     """The host-device syncs of one place in the user's code."""
 
     source: str | None
-    """``file.py:LINE`` (the python stack around the sync, else the last kernel's tag); None: unknown."""
+    """``file.py:LINE`` (the python stack around the sync, else, inside compiled code, the last kernel's
+    tag); None: unknown."""
     what: str
     """The sync calls (``aten::_local_scalar_dense``, ``cudaStreamSynchronize``, ...), most frequent first."""
     count: int = 0
@@ -59,6 +60,9 @@ class SyncSite:
     """Time the host spent blocked in them."""
     drain_us: float = 0.0
     """Device idle from each sync's start until the next kernel after it: the drained queue refilling."""
+    after: str | None = None
+    """Where :attr:`source` is unknown (a sync outside compiled code, no python stack): the tag of the
+    last kernel launched before it, which names the compiled code the sync waited for, not the sync."""
 
 
 @dataclass
@@ -308,24 +312,42 @@ def _sync_sites(syncs: list[tuple[Any, float, float]], gaps: list[Span], window:
     starts = [s for s, *_ in window.merged]
     by_start = sorted(kernels, key=lambda k: k.ts)
     kstarts = [k.ts for k in by_start]
-    sites: dict[str | None, SyncSite] = {}
-    names: dict[str | None, dict[str, int]] = {}
+    sites: dict[tuple[str | None, str | None], SyncSite] = {}
+    names: dict[tuple[str | None, str | None], dict[str, int]] = {}
     for e, s, end in sorted(syncs, key=lambda x: x[1]):
         i = bisect.bisect_left(starts, end)
         refill = starts[i] if i < len(starts) else end
         drain = span_overlap(gaps, [(s, max(refill, end))])
-        src = _frame_of(e) or _last_source(by_start, bisect.bisect_right(kstarts, s))
-        site = sites.get(src)
+        src = _frame_of(e)
+        after = None
+        if src is None:
+            last = _last_source(by_start, bisect.bisect_right(kstarts, s))
+            # inside compiled code (a graph break's .item(), a nonzero in the graph) the last kernel is of
+            # the same code; outside it (loss.item() in the loop), of code the sync only waited for
+            src, after = (last, None) if _in_compiled(e) else (None, last)
+        key = (src, after)
+        site = sites.get(key)
         if site is None:
-            site = sites[src] = SyncSite(src, "")
-            names[src] = {}
+            site = sites[key] = SyncSite(src, "", after=after)
+            names[key] = {}
         site.count += 1
         site.host_us += end - s
         site.drain_us += drain
-        names[src][e.name] = names[src].get(e.name, 0) + 1
-    for src, site in sites.items():
-        site.what = ", ".join(n for n, _ in sorted(names[src].items(), key=lambda kv: (-kv[1], kv[0])))
+        names[key][e.name] = names[key].get(e.name, 0) + 1
+    for key, site in sites.items():
+        site.what = ", ".join(n for n, _ in sorted(names[key].items(), key=lambda kv: (-kv[1], kv[0])))
     return sorted(sites.values(), key=lambda x: -x.drain_us)
+
+
+def _in_compiled(e: Any) -> bool:
+    """Whether host event ``e`` runs inside a call of compiled code (an ancestor of
+    :data:`COMPILED_PREFIXES`)."""
+    up = e.parent
+    while up is not None:
+        if up.name.startswith(COMPILED_PREFIXES):
+            return True
+        up = up.parent
+    return False
 
 
 def _last_source(by_start: list[Any], before: int) -> str | None:

@@ -98,17 +98,43 @@ def test_saving_above_the_median_step_is_a_share_of_the_mean_step():
     assert "mean step (300 µs)" in f.evidence
 
 
-def test_sync_without_python_stack_takes_the_compiled_kernels_source():
+@pytest.mark.parametrize("inside", [True, False])
+def test_sync_without_python_stack_takes_the_compiled_kernels_source_inside_compiled_code_only(inside):
     # no python stack events: the sync at 20..30 waits for k1 (0..25), tagged model.py:9; the device is
-    # idle 25..60 until k2 (35 µs), the host waited 10 µs: the saving is the lesser, 10 µs
+    # idle 25..60 until k2 (35 µs), the host waited 10 µs: the saving is the lesser, 10 µs. Inside a
+    # compiled frame (a graph break's .item()) k1's line is the sync's code; outside it (loss.item() in
+    # the training loop) it is only the code the sync waited for.
+    from advice_traces import HOST, ev, kernel
+
+    frame = [ev("Torch-Compiled Region: 0/0", "user_annotation", 15, 20, HOST)] if inside else []
+    trace = {"traceEvents": [
+        kernel("triton_poi_fused_0", 0, 25, source="model.py:9"), *frame,
+        ev("cudaDeviceSynchronize", "cuda_runtime", 20, 10, HOST),
+        kernel("triton_poi_fused_1", 60, 10, source="model.py:11")]}
+    (f,) = [f for f in advise(summarize(trace)) if f.kind == "sync"]
+    assert f.saving_us_per_step == 10.0
+    if inside:
+        assert f.source == "model.py:9" and "unknown" not in f.title
+    else:
+        assert f.source is None and "unknown line (after the kernels of model.py:9)" in f.title
+        assert "with_stack=True" in f.evidence
+
+
+def test_syncs_outside_compiled_code_after_different_lines_stay_apart():
+    # two syncs with no python stack and no compiled frame: after model.py:9's kernel (host 20..30, idle
+    # 25..60) and after model.py:11's (host 80..90, idle 85..120): 10 µs each, two findings
     from advice_traces import HOST, ev, kernel
 
     trace = {"traceEvents": [
         kernel("triton_poi_fused_0", 0, 25, source="model.py:9"),
         ev("cudaDeviceSynchronize", "cuda_runtime", 20, 10, HOST),
-        kernel("triton_poi_fused_1", 60, 10, source="model.py:11")]}
-    (f,) = [f for f in advise(summarize(trace)) if f.kind == "sync"]
-    assert f.source == "model.py:9" and f.saving_us_per_step == 10.0
+        kernel("triton_poi_fused_1", 60, 25, source="model.py:11"),
+        ev("aten::_local_scalar_dense", "cpu_op", 80, 10, HOST),
+        kernel("triton_poi_fused_2", 120, 10, source="model.py:12")]}
+    got = sorted(f.title for f in advise(summarize(trace)) if f.kind == "sync")
+    assert len(got) == 2
+    assert "after the kernels of model.py:11) (aten::_local_scalar_dense)" in got[0]
+    assert "after the kernels of model.py:9) (cudaDeviceSynchronize)" in got[1]
 
 
 def test_cpu_optimizer_ops_are_not_headroom_too():
