@@ -272,8 +272,8 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
         # no cache explains it: a roof that is an estimate or a measured lower bound does, else nothing
         if mem.source == "measured" and least_gbps <= COPY_UNCOUNTED * mem.gbps:
             return why + [f"the {mem.level} roof is calibrate's best copy/add rate ({mem.gbps:.0f} GB/s), which "
-                          "counts no read of the lines it writes (a cache writes a line back only after reading it: "
-                          f"up to {COPY_UNCOUNTED:g}x the count), and this kernel moved more"]
+                          "does not count the read of each line it writes into (a cache reads the line first: up to "
+                          f"{COPY_UNCOUNTED:g}x the count), and this kernel moved more"]
         if not (mem.source.startswith("estimate") or mem.source == "computed"):
             return why
         held = max(faster, key=lambda m: m.capacity_bytes or 0) if faster else None
