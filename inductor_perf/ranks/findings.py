@@ -32,6 +32,7 @@ SCOPE_RANKS = "ranks"
 SCOPE_JOB = "job"
 """A row the view computes for the whole job (``exposed_comm``)."""
 _NUMBER = re.compile(r"\d[\d.,]*(?:e[-+]?\d+)?(?:\s*(?:µs|ms|s|x)\b|\s*%)?")
+_SOURCE = re.compile(r"[^\s()]+\.py:\d+")
 
 
 @dataclass
@@ -71,8 +72,11 @@ class FindingRow:
 
 
 def title_key(title: str) -> str:
-    """``title`` with every number (and its unit) as ``#``: the same problem reads alike on every rank."""
-    return _NUMBER.sub("#", title)
+    """``title`` with every number (and its unit) as ``#``, but for the lines of code it names
+    (``file.py:LINE``): the same problem reads alike on every rank, and two places stay two."""
+    parts = _SOURCE.split(title)
+    return _NUMBER.sub("#", parts[0]) + "".join(src + _NUMBER.sub("#", rest)
+                                                for src, rest in zip(_SOURCE.findall(title), parts[1:]))
 
 
 def _sum(found: list[dict[str, Any]], key: str) -> float | None:

@@ -133,7 +133,12 @@ def test_title_key_masks_numbers_and_units():
     a = "launch-bound: the device idles 341 ms a step while the host runs the model eagerly"
     b = "launch-bound: the device idles 999 µs a step while the host runs the model eagerly"
     assert title_key(a) == title_key(b) == "launch-bound: the device idles # a step while the host runs the model eagerly"
-    assert title_key("3 kernel(s) of x.py:12 run at 12.5 % of their roof") == "# kernel(s) of x.py:# run at # of their roof"
+    assert title_key("3 kernel(s) of x.py:12 run at 12.5 % of their roof") == "# kernel(s) of x.py:12 run at # of their roof"
+    # a line of code named in the title is a place, not a figure: two lines of one file stay two
+    after = "host-device sync at an unknown line (after the kernels of /m/model.py:{}) holds the host 5 µs"
+    assert title_key(after.format(9)) == "host-device sync at an unknown line (after the kernels of /m/model.py:9) " \
+                                         "holds the host #"
+    assert title_key(after.format(9)) != title_key(after.format(11))
     assert title_key("tf32 runs 1.5x faster") == "tf# runs # faster"
 
 
