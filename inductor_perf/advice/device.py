@@ -90,7 +90,7 @@ def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Findin
             f"{us(step.per_step(g.now))} a step in {g.names} kernel name(s) under {FAR_UNDER_PCT:.0f} % of the roof "
             f"that binds each (time-weighted {pct:.0f} %); step = {step.basis}. Model: each kernel at its roof "
             "(time x % of roof), an upper bound: small, latency-bound kernels rarely get there." + roof_caveat(summary),
-            (CONV_FIX + HEADROOM_FIX[0].lower() + HEADROOM_FIX[1:]) if g.conv else HEADROOM_FIX,
+            CONV_FIX + HEADROOM_FIX if g.conv else HEADROOM_FIX,
             source=src, module=module))
     return out
 

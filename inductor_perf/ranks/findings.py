@@ -32,7 +32,8 @@ SCOPE_RANKS = "ranks"
 SCOPE_JOB = "job"
 """A row the view computes for the whole job (``exposed_comm``)."""
 _NUMBER = re.compile(r"\d[\d.,]*(?:e[-+]?\d+)?(?:\s*(?:µs|ms|s|x)\b|\s*%)?")
-_SOURCE = re.compile(r"[^\s()]+\.py:\d+")
+_KEY = re.compile(r"([^\s()]+\.py:\d+)|" + _NUMBER.pattern)
+"""A line of code (``file.py:LINE``, kept: group 1), else a number (masked)."""
 
 
 @dataclass
@@ -74,9 +75,7 @@ class FindingRow:
 def title_key(title: str) -> str:
     """``title`` with every number (and its unit) as ``#``, but for the lines of code it names
     (``file.py:LINE``): the same problem reads alike on every rank, and two places stay two."""
-    parts = _SOURCE.split(title)
-    return _NUMBER.sub("#", parts[0]) + "".join(src + _NUMBER.sub("#", rest)
-                                                for src, rest in zip(_SOURCE.findall(title), parts[1:]))
+    return _KEY.sub(lambda m: m.group(1) or "#", title)
 
 
 def _sum(found: list[dict[str, Any]], key: str) -> float | None:

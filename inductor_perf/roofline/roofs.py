@@ -266,7 +266,8 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
               and (mem.capacity_bytes is None or m.capacity_bytes < mem.capacity_bytes)]
     within = [m for m in faster if ach_gbps <= m.gbps]
     # Main memory carries what no cache level can hold: that share's rate, at the least, is DRAM traffic
-    beyond = working_set - max((m.capacity_bytes or 0 for m in faster), default=0) if working_set else 0.0
+    held = max(faster, key=lambda m: m.capacity_bytes or 0) if faster else None
+    beyond = working_set - (held.capacity_bytes or 0 if held else 0) if working_set else 0.0
     least_gbps = ach_gbps * beyond / working_set if working_set and beyond > 0 else 0.0
     if mem.capacity_bytes is None and least_gbps > mem.gbps:
         # no cache explains it: a roof that is an estimate or a measured lower bound does, else nothing
@@ -276,7 +277,6 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
                           f"{COPY_UNCOUNTED:g}x the count), and this kernel moved more"]
         if not (mem.source.startswith("estimate") or mem.source == "computed"):
             return why
-        held = max(faster, key=lambda m: m.capacity_bytes or 0) if faster else None
         what = (f"{_bytes(beyond)} of its {_bytes(working_set or 0)} a launch cannot fit in {held.level} "
                 f"({_bytes(held.capacity_bytes or 0)})" if held else f"its {_bytes(working_set or 0)} a launch")
         return why + [f"{what}, so it came through {mem.level} at {least_gbps:.0f} GB/s or more: the {mem.level} "

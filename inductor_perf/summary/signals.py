@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..devices.peaks import dtype_peak
 from ..model import events as evs
@@ -229,13 +229,18 @@ def _role(name: str) -> int:
             else _SYNC if name in SYNC_NAMES else _OPTIMIZER if name.startswith(OPTIMIZER_PREFIX) else 0)
 
 
-def _in_sync(e: Any) -> bool:
+def _under(e: Any, test: Callable[[str], bool]) -> bool:
+    """Whether an ancestor of host event ``e`` has a name ``test`` takes."""
     up = e.parent
     while up is not None:
-        if up.name in SYNC_NAMES:
+        if test(up.name):
             return True
         up = up.parent
     return False
+
+
+def _in_sync(e: Any) -> bool:
+    return _under(e, SYNC_NAMES.__contains__)
 
 
 def _threads(roots: Any) -> Iterator[list[Any]]:
@@ -342,12 +347,7 @@ def _sync_sites(syncs: list[tuple[Any, float, float]], gaps: list[Span], window:
 def _in_compiled(e: Any) -> bool:
     """Whether host event ``e`` runs inside a call of compiled code (an ancestor of
     :data:`COMPILED_PREFIXES`)."""
-    up = e.parent
-    while up is not None:
-        if up.name.startswith(COMPILED_PREFIXES):
-            return True
-        up = up.parent
-    return False
+    return _under(e, lambda name: name.startswith(COMPILED_PREFIXES))
 
 
 def _last_source(by_start: list[Any], before: int) -> str | None:
