@@ -23,12 +23,10 @@ here may break the user's run: every failure is a warning.
 from __future__ import annotations
 
 import contextlib
-import datetime
 import json
 import logging
 import os
 import re
-import socket
 import statistics
 import sys
 import tempfile
@@ -43,6 +41,7 @@ import torch
 from .. import config as env
 from ..model.tags import REGISTRY, GraphTags
 from ..tagging import instrument
+from .outputs import OUTPUT_SUFFIXES, release, reserve_base
 
 log = logging.getLogger(__name__)
 
@@ -69,65 +68,6 @@ class CaptureResult:
         from ..report.html import notebook_html
 
         return notebook_html(self.summary, self.device, self.warnings)
-
-
-def _rank() -> tuple[int | None, int | None]:
-    try:
-        import torch.distributed as dist
-
-        if dist.is_available() and dist.is_initialized():
-            return dist.get_rank(), dist.get_world_size()
-    except Exception:
-        pass
-    rank = os.environ.get("RANK")
-    world = os.environ.get("WORLD_SIZE")
-    return (int(rank) if rank and rank.isdigit() else None,
-            int(world) if world and world.isdigit() else None)
-
-
-_OUTPUT_SUFFIXES = (".trace.json.gz", ".summary.txt", ".summary.json", ".report.html")
-
-
-def _reserve_base(out_dir: str, name: str | None) -> str:
-    """``<dir>/<name>`` that no other run uses, reserved with an exclusive lock file.
-
-    Names carry the rank when there is one (also a name the user chose), and by default host, pid
-    and time. The reservation (``.<name>.lock``, created with O_EXCL) closes the window between
-    choosing a name and writing the files, in which another process could pick the same name;
-    :func:`_release` removes it once the files are written.
-    """
-    rank, _ = _rank()
-    if name is None:
-        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        host = socket.gethostname().split(".")[0] or "host"
-        name = f"{host}_pid{os.getpid()}" + (f"_rank{rank}" if rank is not None else "") + f"_{stamp}"
-    elif rank is not None:
-        name = f"{name}_rank{rank}"
-    base = os.path.join(out_dir, name)
-    n = 1
-    candidate = base
-    while True:
-        if not any(os.path.exists(candidate + ext) for ext in _OUTPUT_SUFFIXES):
-            try:
-                fd = os.open(_lock_path(candidate), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-                os.close(fd)
-                return candidate
-            except FileExistsError:
-                pass
-        n += 1
-        candidate = f"{base}_{n}"
-
-
-def _lock_path(base: str) -> str:
-    head, tail = os.path.split(base)
-    return os.path.join(head, f".{tail}.lock")
-
-
-def _release(base: str) -> None:
-    try:
-        os.unlink(_lock_path(base))
-    except OSError:
-        pass
 
 
 def process_trace(raw_path: str, base: str, *, extra_warnings: list[str] | None = None,
@@ -432,7 +372,7 @@ class _Window:
             self.collecting = False
             with _without_kineto_status():
                 prof.__exit__(None, None, None)
-            base = _reserve_base(self.out_dir, self.name)
+            base = reserve_base(self.out_dir, self.name)
             fd, raw = tempfile.mkstemp(dir=self.out_dir, prefix=".raw-", suffix=".json")
             os.close(fd)
             try:
@@ -445,7 +385,7 @@ class _Window:
             finally:
                 if os.path.exists(raw):
                     os.unlink(raw)
-                _release(base)
+                release(base)
             result.steps = self.steps
             self.result = result
             page = "/.report.html" if result.report_path else ""
@@ -457,7 +397,7 @@ class _Window:
             return result
         except Exception as e:  # full disk, unwritable dir, a bad trace: warn, never raise
             if base is not None:  # no partial set of files: remove what was written
-                for ext in _OUTPUT_SUFFIXES:
+                for ext in OUTPUT_SUFFIXES:
                     try:
                         os.unlink(base + ext)
                     except OSError:

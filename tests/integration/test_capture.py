@@ -365,27 +365,27 @@ def test_two_runs_do_not_clobber(tmp_path):
 
 
 def test_names_are_reserved_exclusively_and_never_reuse_earlier_outputs(tmp_path, monkeypatch):
-    from inductor_perf.capture.session import _release, _reserve_base
+    from inductor_perf.capture.outputs import release, reserve_base
 
     monkeypatch.delenv("RANK", raising=False)
-    first = _reserve_base(str(tmp_path), "run")
-    second = _reserve_base(str(tmp_path), "run")  # a concurrent writer while the first holds "run"
+    first = reserve_base(str(tmp_path), "run")
+    second = reserve_base(str(tmp_path), "run")  # a concurrent writer while the first holds "run"
     assert (first, second) == (str(tmp_path / "run"), str(tmp_path / "run_2"))
-    _release(first)
-    _release(second)
+    release(first)
+    release(second)
     (tmp_path / "run.summary.txt").write_text("earlier run")
-    third = _reserve_base(str(tmp_path), "run")
+    third = reserve_base(str(tmp_path), "run")
     assert third == str(tmp_path / "run_2")  # "run" has an earlier run's files
-    _release(third)
+    release(third)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run.summary.txt"]  # locks are gone
 
 
 def test_explicit_names_carry_the_rank(tmp_path, monkeypatch):
-    from inductor_perf.capture.session import _release, _reserve_base
+    from inductor_perf.capture.outputs import release, reserve_base
 
     monkeypatch.setenv("RANK", "3")
-    base = _reserve_base(str(tmp_path), "run")
-    _release(base)
+    base = reserve_base(str(tmp_path), "run")
+    release(base)
     assert base == str(tmp_path / "run_rank3")
 
 
