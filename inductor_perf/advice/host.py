@@ -121,8 +121,9 @@ def find_sync(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
             "the idle after it (the host launches ahead and the queue never drains), a host-bound step the wait "
             "(the device idles between launches either way)." + (
                 "" if site.source or not site.after else
-                f" The sync ran outside compiled code and the trace has no python stack (with_stack=True records "
-                f"one): {site.after} is the line of the last kernel before it, the work it waited for."),
+                f" The sync ran outside compiled code and the trace says nothing of its line (our capture marks "
+                f"each such call with its line on Python 3.12 and newer; with_stack=True records a python stack): "
+                f"{site.after} is the line of the last kernel before it, the work it waited for."),
             "keep values on the device inside the step: no .item() / .cpu() / print(tensor) / if tensor: in the "
             "loop (log every N steps), torch.where or masks instead of nonzero / boolean indexing, "
             "non_blocking=True copies", source=site.source))

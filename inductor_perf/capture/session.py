@@ -42,6 +42,7 @@ from .. import config as env
 from ..model.tags import REGISTRY, GraphTags
 from ..tagging import instrument
 from .outputs import OUTPUT_SUFFIXES, release, reserve_base
+from .sync_calls import SyncCalls
 
 log = logging.getLogger(__name__)
 
@@ -250,6 +251,8 @@ class _Window:
         """Wall-clock (s) times of the recorded steps: the first one's start, the last whole one's
         start and its end (what the compile record's ``in_window`` refers to, :meth:`compile_window`)."""
         self._open_wall = 0.0
+        self.sync_calls = SyncCalls()
+        """Marks the user's calls that can wait for the GPU (:mod:`.sync_calls`) while collecting."""
         self.unprofiled_us: list[float] = []
         """Durations (µs) of whole steps that ran just before the profiler started, without it (the
         env-var session's warm-up steps after the first): the trace records their median."""
@@ -289,6 +292,8 @@ class _Window:
         except Exception as e:
             self.prof = None
             return self._fail("could not start the profiler (%s)", e)
+        if len(self.activities) > 1:  # a GPU: give the syncs outside compiled code their lines
+            self.sync_calls.start()
         self.started_wall = time.time()
         self.owner = (threading.get_native_id(), threading.current_thread().name)
         self.owner_ident = threading.get_ident()
@@ -337,6 +342,7 @@ class _Window:
         normally with the profiler still on, and :meth:`stop` may then run at any point of this
         thread outside the call. False when collection could not be turned off (then stop now)."""
         self.end_step()
+        self.sync_calls.stop()
         try:
             if len(self.activities) > 1 and not torch.cuda.is_current_stream_capturing():
                 torch.cuda.synchronize()  # the last step's device work is recorded before collection ends
@@ -353,6 +359,7 @@ class _Window:
         prof, self.prof = self.prof, None
         self.step_range = None
         self.collecting = False
+        self.sync_calls.stop()
         if prof is not None:
             with contextlib.suppress(Exception), _without_kineto_status():
                 prof.__exit__(None, None, None)
@@ -370,6 +377,7 @@ class _Window:
                 self.step_range.__exit__(None, None, None)
                 self.step_range = None
             self.collecting = False
+            self.sync_calls.stop()
             with _without_kineto_status():
                 prof.__exit__(None, None, None)
             base = reserve_base(self.out_dir, self.name)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..devices.peaks import dtype_peak
 from ..model import events as evs
-from ..model.markers import MARKER_PREFIX
+from ..model.markers import CALL_PREFIX, MARKER_PREFIX, is_library_path, parse_call_marker
 from .comm import merge_spans, span_overlap
 from .kernels import DEF_GPU, GRAPH_CALL_PREFIX, TraceKernels
 
@@ -43,7 +43,6 @@ _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): ")
 """A python stack event's name: ``path/train.py(42): step``."""
 _PROFILER_CATS = frozenset({"overhead", "trace"})
 """The profiler's own events (``Activity Buffer Request``): not the user's host activity."""
-_LIBRARY = ("/torch/", "site-packages", "dist-packages", "<built-in", "/lib/python")
 
 
 @dataclass
@@ -51,8 +50,8 @@ class SyncSite:
     """The host-device syncs of one place in the user's code."""
 
     source: str | None
-    """``file.py:LINE`` (the python stack around the sync, else, inside compiled code, the last kernel's
-    tag); None: unknown."""
+    """``file.py:LINE`` (the python stack around the sync or our capture's call marker, else, inside
+    compiled code, the last kernel's tag); None: unknown."""
     what: str
     """The sync calls (``aten::_local_scalar_dense``, ``cudaStreamSynchronize``, ...), most frequent first."""
     count: int = 0
@@ -61,8 +60,9 @@ class SyncSite:
     drain_us: float = 0.0
     """Device idle from each sync's start until the next kernel after it: the drained queue refilling."""
     after: str | None = None
-    """Where :attr:`source` is unknown (a sync outside compiled code, no python stack): the tag of the
-    last kernel launched before it, which names the compiled code the sync waited for, not the sync."""
+    """Where :attr:`source` is unknown (a sync outside compiled code, and neither a python stack nor a
+    call marker around it): the tag of the last kernel launched before it, which names the compiled
+    code the sync waited for, not the sync."""
 
 
 @dataclass
@@ -154,10 +154,10 @@ def _walk(nodes: Iterable[Any]) -> Iterator[Any]:
 
 
 def _below_steps(roots: Iterable[Any]) -> Iterator[Any]:
-    """A thread's outermost events, looking through ``ProfilerStep#N`` ranges."""
+    """A thread's outermost events, looking through ``ProfilerStep#N`` ranges and our call markers."""
     for e in roots:
-        if e.name.startswith("ProfilerStep#") and e.children:
-            yield from e.children
+        if e.name.startswith(("ProfilerStep#", CALL_PREFIX)) and e.children:
+            yield from _below_steps(e.children)
         else:
             yield e
 
@@ -166,19 +166,24 @@ def user_frame(name: str) -> str | None:
     """``file.py:LINE`` (the path as recorded, as our tags' ``source``) of a python stack event's name,
     when it is outside torch and installed libraries; else None."""
     m = _FRAME.match(name)
-    if m is None or any(p in m["file"] for p in _LIBRARY):
+    if m is None or is_library_path(m["file"]):
         return None
     return f"{m['file']}:{m['line']}"
 
 
 def _frame_of(e: Any) -> str | None:
-    """The innermost user python frame around host event ``e`` (its ancestors), when the trace has them."""
+    """The user's line around host event ``e``: the innermost of its ancestors that is a user python
+    frame (a trace with a python stack) or our call marker (:func:`model.markers.call_marker_name`)."""
     up = e.parent
     while up is not None:
         if up.cat == "python_function":
             got = user_frame(up.name)
             if got is not None:
                 return got
+        elif up.name.startswith(CALL_PREFIX):
+            call = parse_call_marker(up.name)
+            if call is not None:
+                return call[1]
         up = up.parent
     return None
 

@@ -137,6 +137,41 @@ def test_syncs_outside_compiled_code_after_different_lines_stay_apart():
     assert "after the kernels of model.py:9) (cudaDeviceSynchronize)" in got[1]
 
 
+@pytest.mark.parametrize("engine", ["full", "stream"])
+def test_a_call_marker_around_a_sync_gives_it_the_users_line(tmp_path, engine):
+    # the capture's range around loss.item() (capture/sync_calls.py) names /w/train.py:42; the sync in
+    # it (20..30, after model.py:9's kernel, the device idle 25..60) takes that line, not "unknown"; a
+    # second marked call (a .to() at line 50, 75..78) holds no sync and is no finding, and the eager idle
+    # (30..35 in the aten op under the marker) is named by the op, not by our marker
+    from advice_traces import HOST, ev, kernel
+
+    from inductor_perf.model.markers import call_marker_name
+    from inductor_perf.summary.stream.engine import summarize_file_stream
+
+    trace = {"traceEvents": [
+        kernel("triton_poi_fused_0", 0, 25, source="model.py:9"),
+        ev(call_marker_name("item", "/w/train.py:42"), "user_annotation", 19, 17, HOST),
+        ev("aten::item", "cpu_op", 19.5, 16, HOST),
+        ev("aten::_local_scalar_dense", "cpu_op", 20, 10, HOST),
+        ev("cudaStreamSynchronize", "cuda_runtime", 21, 8, HOST),
+        kernel("triton_poi_fused_1", 60, 10, source="model.py:11"),
+        ev(call_marker_name("to", "/w/train.py:50"), "user_annotation", 75, 3, HOST),
+        ev("aten::to", "cpu_op", 75.5, 2, HOST),
+        kernel("triton_poi_fused_2", 80, 10, source="model.py:12")]}
+    if engine == "full":
+        summary = summarize(trace)
+    else:
+        p = tmp_path / "t.json"
+        p.write_text(json.dumps(trace))
+        summary = summarize_file_stream(str(p))[0]
+    (f,) = [f for f in advise(summary) if f.kind == "sync"]
+    assert f.source == "/w/train.py:42"
+    assert f.title.startswith("host-device sync at /w/train.py:42 (")
+    assert "unknown" not in f.title and "with_stack" not in f.evidence
+    assert f.saving_us_per_step == 10.0  # the host waited 10 µs (the outermost sync call), idle 35: the lesser
+    assert not [k for k in summary.signals.eager_idle_us if "inductor_perf" in k]
+
+
 def test_cpu_optimizer_ops_are_not_headroom_too():
     # the optimizer's ops are the CPU trace's kernels: 1 kB in 1.5 µs each (0.67 GB/s), far under any
     # roof; their time is the optimizer finding's, not headroom's as well

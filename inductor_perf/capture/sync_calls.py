@@ -1,0 +1,178 @@
+"""Marks, while a capture records a GPU, each of the user's calls that can wait for the device
+(``.item()``, ``.cpu()``, ``.tolist()``, ``nonzero``, ``float(t)``, ...) with a profiler range naming
+the user's line (:func:`inductor_perf.model.markers.call_marker_name`). A sync outside compiled code
+(``loss.item()`` in the training loop) then has its own line in the trace without ``with_stack=True``,
+which records every Python call and slows the profiled steps.
+
+Python 3.12 and newer: :mod:`sys.monitoring` (PEP 669) reports each call before it runs (``CALL``) and
+each return of a C function (``C_RETURN``, ``C_RAISE``). The first time a call site calls anything
+else, its callback returns ``DISABLE`` and that site never calls back again, so after the first
+(warm-up) step only the call sites of the listed functions run the callback: one dict lookup each,
+and for a tensor on the GPU a range about the call (``_RecordFunctionFast``, ~0.25 µs). Every other
+call still runs instrumented, ~15 ns slower (docs/benchmarks.md, "Sync-call marks"). The range
+opens before the call and closes when it returns, so the sync's runtime calls nest inside it, as a
+python stack event's would. On an older Python, or when both of the tool ids left free for tools
+like this one are taken (a debugger and coverage use others), nothing is marked and the summary
+names such a sync by the kernels it waited for.
+
+The callbacks never raise into the user's code. Torch is imported only by :meth:`SyncCalls.start`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+from typing import Any, Callable
+
+from ..model.markers import call_marker_name, is_library_path
+
+log = logging.getLogger(__name__)
+
+TOOL_IDS = (4, 3)
+"""The sys.monitoring tool ids that Python names for no kind of tool (0 debugger, 1 coverage,
+2 profiler, 5 optimizer): the first free one is ours for the capture."""
+TENSOR_CALLS = ("item", "tolist", "cpu", "numpy", "nonzero", "to", "masked_select", "equal", "allclose",
+                "__bool__", "__int__", "__float__")
+"""Tensor methods that copy to the host or need a value from it (a GPU tensor's call waits for the device)."""
+TORCH_CALLS = ("nonzero", "masked_select", "equal", "allclose", "argwhere")
+"""``torch.<name>`` functions that need a size or a value from the device."""
+BUILTIN_CALLS = (bool, int, float)
+"""``float(loss)`` and the like: a sync only when the argument is a GPU tensor."""
+_OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_line(frame: Any) -> str | None:
+    """``file.py:LINE`` of the innermost frame, from ``frame`` out, of the user's code (not torch's,
+    an installed package's, Python's or ours); the innermost frame's own where every frame is a library's."""
+    first = None
+    while frame is not None:
+        path = frame.f_code.co_filename
+        here = f"{path}:{frame.f_lineno}"
+        if not is_library_path(path) and not path.startswith(_OUR_DIR):
+            return here
+        first = first or here
+        frame = frame.f_back
+    return first
+
+
+class SyncCalls:
+    """The sys.monitoring tool that marks the calls (:meth:`start`, :meth:`stop`; one window at a time).
+
+    ``names``: id of a callable -> the name its marker gives the call; ``on_device``: whether the
+    call's first argument is a tensor whose call waits for the device; ``record``: a context-manager
+    factory of a profiler range by name. All three default to torch's (:meth:`start` fills them)."""
+
+    def __init__(self, names: dict[int, str] | None = None, on_device: Callable[[Any], bool] | None = None,
+                 record: Callable[[str], Any] | None = None) -> None:
+        self.names = names
+        self.on_device = on_device
+        self.record = record
+        self.builtins = {id(b) for b in BUILTIN_CALLS}
+        self.tool: int | None = None
+        self._local = threading.local()
+
+    def start(self) -> bool:
+        """Take a free tool id and start marking; False (nothing marked) where that cannot be done."""
+        mon = getattr(sys, "monitoring", None)
+        if mon is None or self.tool is not None:
+            return False
+        try:
+            if self.names is None or self.on_device is None or self.record is None:
+                self._torch_defaults()
+            for tool in TOOL_IDS:
+                try:
+                    mon.use_tool_id(tool, "inductor_perf")
+                except ValueError:  # taken
+                    continue
+                self.tool = tool
+                break
+            else:
+                log.debug("inductor_perf: sys.monitoring tool ids %s are taken; syncs get no line", TOOL_IDS)
+                return False
+            ev = mon.events
+            mon.register_callback(tool, ev.CALL, self._on_call)
+            mon.register_callback(tool, ev.C_RETURN, self._on_return)
+            mon.register_callback(tool, ev.C_RAISE, self._on_return)
+            mon.set_events(tool, ev.CALL | ev.C_RETURN | ev.C_RAISE)
+            return True
+        except Exception as e:  # a Python whose sys.monitoring differs: no marks, the run goes on
+            log.debug("inductor_perf: could not mark sync calls (%s)", e)
+            self.stop()
+            return False
+
+    def _torch_defaults(self) -> None:
+        import torch
+
+        base = torch._C.TensorBase
+        names = {id(b): b.__name__ for b in BUILTIN_CALLS}
+        for name in TENSOR_CALLS:
+            f = getattr(base, name, None)
+            if f is not None:
+                names[id(f)] = name
+        for name in TORCH_CALLS:
+            f = getattr(torch, name, None)
+            if f is not None:
+                names[id(f)] = name
+        self.names = self.names if self.names is not None else names
+        self.on_device = self.on_device or (lambda t: isinstance(t, base) and t.is_cuda)
+        self.record = self.record or torch._C._profiler._RecordFunctionFast
+
+    def stop(self) -> None:
+        """Stop marking: events off, the tool id given back, and this thread's open ranges closed."""
+        tool, self.tool = self.tool, None
+        mon = getattr(sys, "monitoring", None)
+        if tool is None or mon is None:
+            return
+        try:
+            mon.set_events(tool, 0)
+            for event in (mon.events.CALL, mon.events.C_RETURN, mon.events.C_RAISE):
+                mon.register_callback(tool, event, None)
+            mon.free_tool_id(tool)
+        except Exception as e:
+            log.debug("inductor_perf: could not release sys.monitoring tool %s (%s)", tool, e)
+        stack = self._local.__dict__.get("open")
+        while stack:
+            self._exit(stack.pop()[1])
+
+    # --- the callbacks (they never raise: an exception here would surface in the user's call) -----------
+    def _on_call(self, code: Any, offset: int, callable_: Any, arg0: Any) -> Any:
+        try:
+            key = id(callable_)
+            name = self.names.get(key)  # type: ignore[union-attr]
+            if name is None:
+                return sys.monitoring.DISABLE  # this site calls something else: never again
+            if not self.on_device(arg0):  # type: ignore[misc]
+                # float(3) here: a site of plain numbers; a CPU tensor's .item(): keep watching the site
+                return sys.monitoring.DISABLE if key in self.builtins and not _is_tensor_like(arg0) else None
+            source = user_line(sys._getframe(1))
+            if source is None:
+                return None
+            rng = self.record(call_marker_name(name, source))  # type: ignore[misc]
+            rng.__enter__()
+            self._local.__dict__.setdefault("open", []).append((callable_, rng))
+        except Exception:
+            pass
+        return None
+
+    def _on_return(self, code: Any, offset: int, callable_: Any, arg0: Any) -> Any:
+        try:
+            stack = self._local.__dict__.get("open")
+            if stack and stack[-1][0] is callable_:
+                self._exit(stack.pop()[1])
+        except Exception:
+            pass
+        return None
+
+    @staticmethod
+    def _exit(rng: Any) -> None:
+        try:
+            rng.__exit__(None, None, None)
+        except Exception:
+            pass
+
+
+def _is_tensor_like(x: Any) -> bool:
+    """Whether ``x`` could be a tensor at another call of the same site (any object with a ``device``)."""
+    return hasattr(type(x), "device")
