@@ -139,6 +139,8 @@ def test_python_example_runs(block: Block, tmp_path: object, augmented_trace: st
         return _check_unrun_block(block)
     if block.example is not None:
         assert block.example in PRELUDES, f"{block.id}: <!-- example: {block.example} --> names no prelude"
+    if block.example == "rank-traces" and not os.path.isdir(os.path.join(SHARED_TRACES, "two_ranks")):
+        pytest.skip("../shared/traces/two_ranks is absent (real GPU traces)")
     prelude, epilogue, argv = PRELUDES.get(block.example or "", ("", "", []))
     argv = [augmented_trace if a == "@augmented" else a for a in argv]
     script = os.path.join(str(tmp_path), "example.py")  # a real file: FX records source lines
