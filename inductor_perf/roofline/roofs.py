@@ -267,7 +267,7 @@ def _memory_reasons(roofs: Roofs, mem: MemoryRoof, ach_gbps: float, working_set:
     within = [m for m in faster if ach_gbps <= m.gbps]
     # Main memory carries what no cache level can hold: that share's rate, at the least, is DRAM traffic
     held = max(faster, key=lambda m: m.capacity_bytes or 0) if faster else None
-    beyond = working_set - (held.capacity_bytes or 0 if held else 0) if working_set else 0.0
+    beyond = working_set - ((held.capacity_bytes or 0) if held else 0) if working_set else 0.0
     least_gbps = ach_gbps * beyond / working_set if working_set and beyond > 0 else 0.0
     if mem.capacity_bytes is None and least_gbps > mem.gbps:
         # no cache explains it: a roof that is an estimate or a measured lower bound does, else nothing
