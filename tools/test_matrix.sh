@@ -5,8 +5,9 @@
 #
 #   tools/test_matrix.sh [VERSION ...]      default: every version in MATRIX below
 #
-# Venvs live under ${INDUCTOR_PERF_CI_CACHE:-~/.cache/inductor_perf-ci}/torch-X.Y and are built once
-# (the CUDA builds of torch weigh ~5 GB and take ~80 s to install; they run without a GPU). Each run
+# Venvs live under ${INDUCTOR_PERF_CI_CACHE:-~/.cache/inductor_perf-ci}/torch-X.Y (torch-X.Y-pyA.B for a
+# release run on another Python than $PY, see PYTHON_OF) and are built once (the CUDA builds of torch
+# weigh ~5 GB and take ~80 s to install; they run without a GPU). Each run
 # re-points the venv's editable install at this checkout. MATRIX_JOBS (default 2) versions run at
 # once; each one's output is printed whole when it ends. Exit status: non-zero if any version failed.
 set -uo pipefail
@@ -59,8 +60,14 @@ REST=(
 )
 # The oldest release also trains the real architectures of make test (GPT-2, BERT): a tied weight's
 # gradient is compiled differently there (it lost its module on torch 2.11 while 2.13 kept it).
+# It runs on Python 3.12, as the GPU machines do, and so also runs what needs 3.12's sys.monitoring with
+# torch: the sync-call marks through Dynamo, Inductor and the env-var capture (skipped on 3.11).
 OLDEST=2.11.0
-OLDEST_EXTRA=(tests/integration/test_real_models.py)
+OLDEST_EXTRA=(tests/integration/test_real_models.py tests/integration/test_sync_lines.py
+              tests/unit/capture/test_sync_calls.py)
+# Releases run on another Python than $PY: version -> Python (python3.12 on PATH, else pyenv's 3.12.x;
+# with neither, $PY, and a warning).
+declare -A PYTHON_OF=([2.11.0]=3.12)
 # Slow and about our own file handling, not about torch: make test covers them.
 DESELECT=(
   --deselect tests/integration/test_capture.py::test_two_runs_do_not_clobber
@@ -79,15 +86,33 @@ versions=("$@")
 LOGS="$(mktemp -d)"
 trap 'rm -rf "$LOGS"' EXIT
 
+declare -A PY_FOR=() VENV_FOR=()
+resolve() {  # VERSION: the interpreter its venv is built with (PY_FOR) and the venv (VENV_FOR). A Python
+  # of PYTHON_OF that is missing falls back to $PY, saying so (its 3.12-only tests then skip)
+  local v="$1" want="${PYTHON_OF[$1]:-}" cand
+  PY_FOR[$v]="$PY"; VENV_FOR[$v]="$CACHE/torch-${v%.*}"
+  [ -z "$want" ] && return 0
+  for cand in "$(command -v "python$want" 2>/dev/null)" "$HOME"/.pyenv/versions/"$want".*/bin/python; do
+    if [ -x "$cand" ] && "$cand" -c "import sys, venv; assert sys.version.startswith('$want.')" 2>/dev/null; then
+      PY_FOR[$v]="$cand"; VENV_FOR[$v]="$CACHE/torch-${v%.*}-py$want"
+      return 0
+    fi
+  done
+  echo "== torch $v: WARNING: no Python $want (python$want on PATH, or pyenv's ~/.pyenv/versions/$want.*):" \
+       "its tier runs on $("$PY" --version), and what needs $want is skipped"
+}
+
 prepare() {  # VERSION: build its venv once, point it at this checkout; one at a time
-  local v="$1" venv="$CACHE/torch-${1%.*}"
+  local v="$1" venv py
+  resolve "$v"
+  venv="${VENV_FOR[$v]}" py="${PY_FOR[$v]}"
   if [ ! -f "$venv/.ready-$v" ]; then
-    echo "== torch $v: building $venv (once; ~5 GB)"
+    echo "== torch $v: building $venv with $("$py" --version) (once; ~5 GB)"
     rm -rf "$venv"
     # PIP_CONSTRAINT=/dev/null: a machine's pip configuration may pin torch to the releases it keeps
     # on disk (a global `constraint = ...` capping torch at 2.14.1 refused 2.15.0); the matrix asks
     # for exact releases, so it overrides that one setting and keeps the rest (indexes, find-links).
-    "$PY" -m venv "$venv" \
+    "$py" -m venv "$venv" \
       && PIP_CONSTRAINT=/dev/null "$venv/bin/pip" install -q --disable-pip-version-check "torch==$v" \
            "pytest>=7" "hypothesis>=6" "orjson>=3.9" "msgspec>=0.18" "typing-extensions>=4.8" "matplotlib>=3.7" "setuptools>=70.1,<82" \
            "transformers>=4.40" \
@@ -112,11 +137,12 @@ prepare() {  # VERSION: build its venv once, point it at this checkout; one at a
 }
 
 tier() {  # VERSION: run the tier in its venv
-  local v="$1" venv="$CACHE/torch-${1%.*}" t0 rc
+  local v="$1" venv="${VENV_FOR[$1]}" t0 rc
   t0=$(date +%s)
   local tier=("${CORE[@]}") name=core
   if [[ " ${FULL[*]} " == *" $v "* ]]; then tier+=("${REST[@]}"); name=whole; fi
-  if [ "$v" = "$OLDEST" ]; then tier+=("${OLDEST_EXTRA[@]}"); name="whole + real models"; fi
+  if [ "$v" = "$OLDEST" ]; then tier+=("${OLDEST_EXTRA[@]}"); name="whole + real models + sync lines"; fi
+  name="$name, $("$venv/bin/python" --version)"
   echo "== torch $v: $name tier"
   "$venv/bin/python" -m pytest -q -ra -p no:cacheprovider --durations=8 -m "$MARKERS" "${DESELECT[@]}" "${tier[@]}"
   rc=$?

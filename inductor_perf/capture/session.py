@@ -292,7 +292,8 @@ class _Window:
         except Exception as e:
             self.prof = None
             return self._fail("could not start the profiler (%s)", e)
-        if len(self.activities) > 1:  # a GPU: give the syncs outside compiled code their lines
+        # a GPU: give the syncs outside compiled code their lines (or a device test given explicitly)
+        if len(self.activities) > 1 or self.sync_calls.on_device is not None:
             self.sync_calls.start()
         self.started_wall = time.time()
         self.owner = (threading.get_native_id(), threading.current_thread().name)

@@ -9,9 +9,10 @@ Torch-free: the offline joins (:mod:`inductor_perf.costs.from_tags`), the diff
 (:mod:`inductor_perf.comparison.units`) and the capture's window read markers from JSON; the wrapper
 that emits them around each call is :mod:`inductor_perf.tagging.instrument`.
 
-The call markers give a host-device sync outside compiled code (``loss.item()`` in the training loop)
-the line that made it, which a trace recorded without ``with_stack=True`` has no other way to say
-(:mod:`inductor_perf.summary.signals` reads them; :mod:`inductor_perf.capture.sync_calls` emits them).
+The call markers give a host-device sync outside compiled code (``loss.item()`` in the training loop),
+or a copy from pageable memory (``batch.cuda()``), the line that made it, which a trace recorded
+without ``with_stack=True`` has no other way to say (:mod:`inductor_perf.summary.signals` reads them;
+:mod:`inductor_perf.capture.sync_calls` emits them).
 """
 
 from __future__ import annotations

@@ -42,14 +42,21 @@ class Asked(dict):
         out["asked"][str(key)] = out["asked"].get(str(key), 0) + 1
         return super().get(key, default)
 
-names = Asked({id(list.copy): "copy", id(list.index): "index", id(float): "float"})
-marks = SyncCalls(names, lambda x: isinstance(x, list) and len(x) == 1, Record)
+names = Asked({id(list.copy): "copy", id(list.index): "index", id(float): "float", id(list.count): "count"})
+# a one-element list stands for a tensor on the device, a two-element one for a tensor on the host;
+# list.count for a host-to-device copy (marked for a host value only)
+marks = SyncCalls(names, lambda x: isinstance(x, list) and len(x) == 1, Record,
+                  on_host=lambda x: isinstance(x, list) and len(x) == 2, copies={id(list.count)},
+                  host_only={id(list.count)})
 
 other = "x".upper  # a C callable of its own (its id is asked for at this one site only)
 
 def step(x):
     a = x.copy()  # MARK-copy
     b = [1, 2].copy()  # not on the device: no range
+    c = [1, 2].count(1)  # MARK-host-count
+    d = x.count(0)  # a copy call of a device value (x.cuda() of a GPU tensor): no range
+    e = [1, 2, 3].count(1)  # neither: no range
     n = other()  # another function: disabled after the first call
     f = float(3)  # a plain number: disabled too
     try:
@@ -75,6 +82,7 @@ out["ids"] = {"other": str(id(other)), "copy": str(id(list.copy))}
 for tool in (3, 4):  # both ids taken: no marks, and no error
     sys.monitoring.use_tool_id(tool, "other")
 out["taken"] = SyncCalls(names, lambda x: True, Record).start()
+out["ids"]["count"] = str(id(list.count))
 print(json.dumps(out))
 """
 
@@ -106,15 +114,16 @@ def run(tmp_path_factory):
     got = subprocess.run([python, str(script)], capture_output=True, text=True, env=env, cwd=str(d), timeout=120)
     assert got.returncode == 0, got.stderr
     lines = script.read_text().splitlines()
-    line = {tag: f"{script}:{i + 1}" for i, text in enumerate(lines) for tag in ("copy", "float-raises",
-            "index-raises", "helper") if f"# MARK-{tag}" in text}
+    line = {tag: f"{script}:{i + 1}" for i, text in enumerate(lines) for tag in ("copy", "host-count",
+            "float-raises", "index-raises", "helper") if f"# MARK-{tag}" in text}
     return json.loads(got.stdout), line
 
 
 def test_each_listed_call_on_the_device_gets_a_range_naming_its_line(run):
     out, line = run
-    one = [("copy", line["copy"]), ("float", line["float-raises"]), ("index", line["index-raises"]),
-           ("copy", line["helper"])]  # the helper's copy is a library's: the user's line is the call of it
+    # the helper's copy is a library's: the user's line is the call of it
+    one = [("copy", line["copy"]), ("count", line["host-count"]), ("float", line["float-raises"]),
+           ("index", line["index-raises"]), ("copy", line["helper"])]
     expected = []
     for what, where in one:
         name = call_marker_name(what, where)
@@ -127,6 +136,7 @@ def test_other_call_sites_are_asked_once(run):
     out, _ = run
     assert out["asked"][out["ids"]["other"]] == 1
     assert out["asked"][out["ids"]["copy"]] == 4 * 3  # three sites that stay watched, four steps
+    assert out["asked"][out["ids"]["count"]] == 4 * 3  # the host value's, the device value's, neither's
 
 
 def test_the_tool_id_is_given_back_and_taken_ids_mean_no_marks(run):
@@ -146,9 +156,48 @@ def test_torchs_callables_are_the_ones_a_call_reports():
     marks._torch_defaults()
     p = torch.nn.Parameter(torch.ones(2))
     for call, name in ((type(p).item, "item"), (torch.Tensor.cpu, "cpu"), (type(p).tolist, "tolist"),
-                       (torch.nonzero, "nonzero"), (float, "float")):
+                       (torch.nonzero, "nonzero"), (float, "float"), (type(p).to, "to"), (torch.Tensor.cuda, "cuda")):
         assert marks.names[id(call)] == name
     assert not marks.on_device(torch.ones(1)) and not marks.on_device(3.0)
+    # host-to-device copies: .to() of a host or a GPU tensor (a copy either way), .cuda() of a host one only
+    assert marks.copies == {id(torch.Tensor.to), id(torch.Tensor.cuda)} and marks.host_only == {id(torch.Tensor.cuda)}
+    assert marks.on_host(p) and not marks.on_host(3.0)
     assert marks.record is torch._C._profiler._RecordFunctionFast
     if sys.version_info < (3, 12):
         assert marks.start() is False and marks.tool is None  # no sys.monitoring: nothing marked
+
+
+def test_fake_tensors_of_a_compile_are_not_on_the_device():
+    # a compile in the window calls .to() / .item() on the fake tensors it traces with: fake CUDA tensors
+    # (FakeTensorMode makes them without a GPU) are not tensors on the device, real ones of the type are
+    import torch
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from inductor_perf.capture.sync_calls import tensor_on
+
+    with FakeTensorMode():
+        fake_gpu, fake_cpu = torch.ones(2, device="cuda"), torch.ones(2)
+    assert fake_gpu.is_cuda and not tensor_on("cuda")(fake_gpu)
+    assert not tensor_on("cpu")(fake_cpu) and tensor_on("cpu")(torch.ones(2))
+    assert not tensor_on("cuda")(torch.ones(2)) and not tensor_on("cpu")(2.0)
+
+
+class _Frame:
+    def __init__(self, path: str, line: int, back: "_Frame | None" = None) -> None:
+        self.f_code = type("Code", (), {"co_filename": path})()
+        self.f_lineno, self.f_back = line, back
+
+
+def test_user_line_skips_libraries_and_gives_none_below_the_compiler():
+    from inductor_perf.capture.sync_calls import COMPILER_DIRS, user_line
+
+    user = _Frame("/w/train.py", 42)
+    nn = _Frame("/env/lib/python3.12/site-packages/torch/nn/modules/module.py", 1750, user)
+    assert user_line(_Frame("/env/lib/python3.12/site-packages/torch/_tensor.py", 9, nn)) == "/w/train.py:42"
+    # a compile (torch/_inductor on the way out) and generated code (in Inductor's cache) are the compiler's
+    inductor = _Frame("/env/lib/python3.12/site-packages/torch/_inductor/fx_passes/joint_graph.py", 300, nn)
+    assert user_line(_Frame("/w/model.py", 7, inductor)) == "/w/model.py:7"  # the user's frame comes first
+    assert user_line(_Frame("/env/lib/python3.12/site-packages/torch/_tensor.py", 9, inductor)) is None
+    generated = _Frame("/tmp/torchinductor_me/ab/cabc.py", 125, _Frame("/w/train.py", 10))
+    assert user_line(generated, COMPILER_DIRS + ("/tmp/torchinductor_me/",)) is None
+    assert user_line(generated) == "/tmp/torchinductor_me/ab/cabc.py:125"  # not told where the cache is
