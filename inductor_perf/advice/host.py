@@ -174,16 +174,28 @@ def find_optimizer(record: Mapping[str, Any] | None, summary: Any) -> list[Findi
 
 
 def find_memcpy(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
-    """Host-to-device copies from pageable memory."""
+    """Host-to-device copies from pageable memory, one finding per line of the user's code that made
+    them (one for all where the trace does not say which)."""
     sig = _signals(summary)
     if sig is None or sig.pageable_us <= 0:
         return []
     step = Step.of(summary)
-    return [finding(
-        "memcpy", f"{sig.pageable_copies} host-to-device copies from pageable memory take "
-        f"{us(step.per_step(sig.pageable_us))} a step", sig.pageable_us, step,
-        f"Memcpy HtoD (Pageable -> Device): {sig.pageable_copies} copies, {us(step.per_step(sig.pageable_us))} a "
-        f"step; step = {step.basis}. Model: a copy from pinned memory with non_blocking=True runs beside the "
-        "compute, so its time leaves the step (an upper bound when the next kernel needs the data at once).",
-        "pin the host tensors (DataLoader(pin_memory=True) or tensor.pin_memory()) and copy with "
-        ".to(device, non_blocking=True)")]
+    sites = [(c.source, c.count, c.us) for c in getattr(sig, "pageable", None) or []] \
+        or [(None, sig.pageable_copies, sig.pageable_us)]
+    out = []
+    for source, count, total in sites:
+        if total <= 0:
+            continue
+        where = (f" at {source}" if source else "")
+        line = ("" if source else " Which line made them is not in the trace (our capture's range around "
+                ".to()/.cuda() names it on Python 3.12+, as does with_stack=True).")
+        out.append(finding(
+            "memcpy", f"{count} host-to-device copies from pageable memory{where} take "
+            f"{us(step.per_step(total))} a step", total, step,
+            f"Memcpy HtoD (Pageable -> Device): {count} copies{where}, {us(step.per_step(total))} a "
+            f"step; step = {step.basis}. Model: a copy from pinned memory with non_blocking=True runs beside the "
+            "compute, so its time leaves the step (an upper bound when the next kernel needs the data at once)."
+            + line,
+            "pin the host tensors (DataLoader(pin_memory=True) or tensor.pin_memory()) and copy with "
+            ".to(device, non_blocking=True)", source=source))
+    return out

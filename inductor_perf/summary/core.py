@@ -510,9 +510,8 @@ class SummaryParts:
     unions: Mapping[int, float] | None = None
     """:func:`top_unions` of ``totals``, when computed already (likewise)."""
     idle_by_stream: list[StreamIdleRow] | None = None
-    """The idle split by stream (:func:`~.idle_split.stream_idle`, its ``top`` rows), when computed
-    already (by the streaming summary, which lets each kernel's launch time go before the tables that
-    follow); None: made here."""
+    """The idle split by stream (:func:`~.idle_split.stream_idle`, its ``top`` rows), when computed already (by
+    the streaming summary, which lets each kernel's launch time go before the tables that follow); None: made here."""
     record: Mapping[str, Any] | None = None
     """The trace's own record (:data:`inductor_perf.devices.props.RECORD_KEY`), for the advisor."""
     graph_gaps: GraphGaps | None = None
@@ -521,6 +520,8 @@ class SummaryParts:
     """The op x shape table's sums (:mod:`~.op_shapes`), filled as the kernels are summed; None: no table."""
     dtypes_note: str | None = None
     """How many costed kernels took their dtype from their launching op (:func:`~.op_shapes.launch_dtypes_note`)."""
+    copy_calls: Mapping[int, tuple[Any, float]] | None = None
+    """The pageable copies' launches (:func:`~.signals.advice_signals`), when known already; None: made here."""
 
 
 def assemble(parts: SummaryParts) -> Summary:
@@ -583,7 +584,7 @@ def assemble(parts: SummaryParts) -> Summary:
         mfu_pct=util.mfu_pct, hfu_pct=util.hfu_pct, model_flop_per_step=util.model_flop_per_step,
         hardware_flop_per_step=util.hardware_flop_per_step, mfu_note=util.note,
         mfu_unprofiled_pct=util.mfu_unprofiled_pct,
-        signals=advice_signals(tk, window, graph_launches, device, parts.record),
+        signals=advice_signals(tk, window, graph_launches, device, parts.record, parts.copy_calls, launcher),
         ops_by_shape=parts.op_shapes.rows(roofs, top) if parts.op_shapes is not None else None)
 
 

@@ -19,6 +19,7 @@ from ..devices.peaks import dtype_peak
 from ..model import events as evs
 from ..model.markers import CALL_PREFIX, MARKER_PREFIX, is_library_path, parse_call_marker
 from .comm import merge_spans, span_overlap
+from .idle_split import launch_times
 from .kernels import DEF_GPU, GRAPH_CALL_PREFIX, TraceKernels
 
 Span = tuple[float, float]
@@ -43,6 +44,18 @@ _FRAME = re.compile(r"^(?P<file>.+?)\((?P<line>\d+)\): ")
 """A python stack event's name: ``path/train.py(42): step``."""
 _PROFILER_CATS = frozenset({"overhead", "trace"})
 """The profiler's own events (``Activity Buffer Request``): not the user's host activity."""
+
+
+@dataclass
+class CopySite:
+    """The host-to-device copies from pageable memory made at one place in the user's code."""
+
+    source: str | None
+    """``file.py:LINE`` of the call that made them (our capture's call marker or a python stack event
+    around the copy's runtime call); None: unknown."""
+    count: int = 0
+    us: float = 0.0
+    """The copies' time on the device."""
 
 
 @dataclass
@@ -110,6 +123,9 @@ class AdviceSignals:
     optimizer: OptimizerStep | None = None
     pageable_copies: int = 0
     pageable_us: float = 0.0
+    pageable: list[CopySite] = field(default_factory=list)
+    """Those copies by the line that made them, most time first (one site of source None where no
+    copy's line is known)."""
     peaks: dict[str, float | None] = field(default_factory=dict)
     """The device's matmul roofs (TFLOP/s) for float32, tf32, bfloat16 and float16."""
     record: Mapping[str, Any] | None = None
@@ -255,8 +271,12 @@ def _threads(roots: Any) -> Iterator[list[Any]]:
 
 # --- The signals -----------------------------------------------------------------------------------------
 def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: Any,
-                   record: Mapping[str, Any] | None) -> AdviceSignals:
-    """The :class:`AdviceSignals` of a trace's parts (:class:`inductor_perf.summary.core.SummaryParts`)."""
+                   record: Mapping[str, Any] | None, copy_calls: Mapping[int, tuple[Any, float]] | None = None,
+                   launcher: Mapping[int, Any] | None = None) -> AdviceSignals:
+    """The :class:`AdviceSignals` of a trace's parts (:class:`inductor_perf.summary.core.SummaryParts`).
+    ``copy_calls``: :func:`copy_launches` of the pageable copies (the streaming engine's), else made from
+    ``launcher`` (each kernel's launching thread, the in-memory engine's); with neither, the copies'
+    lines are unknown."""
     got = _Collect()
     for roots in _threads(tk.roots):
         got.thread(roots)
@@ -280,10 +300,12 @@ def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: 
         sig.eager_idle_total_us = sum(e - s for s, e in rest)
         del rest
         sig.syncs = _sync_sites(got.syncs, gaps, window, tk.kernels)
-        for k in tk.kernels:
-            if k.cat.lower() in ("gpu_memcpy", "memcpy") and PAGEABLE.search(k.name):
-                sig.pageable_copies += 1
-                sig.pageable_us += k.dur
+        copies = pageable_copies(tk.kernels)
+        sig.pageable_copies = len(copies)
+        sig.pageable_us = sum(k.dur for k in copies)
+        if copies and copy_calls is None and launcher is not None:
+            copy_calls = copy_launches(copies, launcher, launch_times(tk.host_events, copies))
+        sig.pageable = _copy_sites(copies, copy_calls or {}, tk.roots) if copies else []
     sig.optimizer = _optimizer(got.optimizer)
     sig.peaks = {dt: dtype_peak(device, dt, True) for dt in ("float32", "tf32", "bfloat16", "float16")}
     return sig
@@ -313,6 +335,58 @@ def _eager_idle(rest: list[Span], outer: list[Any]) -> dict[str, float]:
     if lone > 0:
         acc[evs.NO_HOST_EVENT] = lone
     return dict(sorted(acc.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def pageable_copies(kernels: Iterable[Any]) -> list[Any]:
+    """The device events that are host-to-device copies from pageable memory (:data:`PAGEABLE`)."""
+    return [k for k in kernels if k.cat.lower() in ("gpu_memcpy", "memcpy") and PAGEABLE.search(k.name)]
+
+
+def copy_launches(copies: Iterable[Any], launcher: Mapping[int, Any], times: Mapping[int, float]
+                  ) -> dict[int, tuple[Any, float]]:
+    """(launching thread, start of the runtime call) of each copy with both known, by ``id`` of the copy:
+    the in-memory engine's, from its launcher and launch-time maps (the streaming engine reads the same
+    from its pass)."""
+    out = {}
+    for k in copies:
+        thread, ts = launcher.get(id(k)), times.get(id(k))
+        if thread is not None and ts is not None:
+            out[id(k)] = (thread, ts)
+    return out
+
+
+def _copy_sites(copies: list[Any], launches: Mapping[int, tuple[Any, float]], roots: Any) -> list[CopySite]:
+    """The copies grouped by the user's line around the runtime call that started each: the innermost
+    host event at that call's start on its thread, and its ancestors (:func:`_frame_of`)."""
+    sites: dict[str | None, CopySite] = {}
+    for k in copies:
+        got = launches.get(id(k))
+        src = None
+        if got is not None and got[0] in roots:
+            call = _innermost_at(roots[got[0]], got[1])
+            mark = parse_call_marker(call.name) if call is not None else None
+            src = mark[1] if mark is not None else _frame_of(call) if call is not None else None
+        site = sites.get(src) or sites.setdefault(src, CopySite(src))
+        site.count += 1
+        site.us += k.dur
+    return sorted(sites.values(), key=lambda c: (-c.us, c.source or ""))
+
+
+def _innermost_at(nodes: list[Any], ts: float) -> Any:
+    """The innermost event of a thread's forest (``nodes``: its roots, by start) that starts at or before
+    ``ts`` and ends at or after it; None where none does."""
+    found = None
+    while nodes:
+        i = bisect.bisect_right(nodes, ts, key=_start) - 1
+        if i < 0 or nodes[i].end < ts:
+            break
+        found = nodes[i]
+        nodes = found.children or []
+    return found
+
+
+def _start(e: Any) -> float:
+    return e.ts
 
 
 def _sync_sites(syncs: list[tuple[Any, float, float]], gaps: list[Span], window: Any,

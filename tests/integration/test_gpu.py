@@ -215,7 +215,8 @@ print("JSON:" + json.dumps({"ok": True}))
 def test_env_var_capture_gives_a_sync_outside_compiled_code_its_line(tmp_path) -> None:
     """``loss.item()`` in the training loop, outside compiled code: on Python 3.12+ the capture's call
     marker (capture/sync_calls.py) gives the sync finding that line; before 3.12 its line is unknown.
-    The expected line is read from the script's text; after the window the sys.monitoring tool is free."""
+    Likewise the pageable copy of ``host.cuda()`` and its memcpy finding. The expected lines are read
+    from the script's text; after the window the sys.monitoring tool is free."""
     import gzip
     import json
     import sys
@@ -226,10 +227,11 @@ def test_env_var_capture_gives_a_sync_outside_compiled_code_its_line(tmp_path) -
 import json, sys, torch
 torch.manual_seed(0)
 m = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)]).cuda()
-x = torch.randn(32, 256, device="cuda")
+host = torch.randn(32, 256)
 c = torch.compile(m, backend="inductor_perf")
 opt = torch.optim.SGD(m.parameters(), lr=1e-3)
 for _ in range(10):
+    x = host.cuda()  # the planted pageable copy
     loss = c(x).square().mean()
     loss.backward()
     opt.step()
@@ -240,16 +242,22 @@ mon = getattr(sys, "monitoring", None)
 print("JSON:" + json.dumps({"tools": [mon.get_tool(t) for t in (3, 4)] if mon else []}))
 """
     line = 1 + code.splitlines().index("    value = loss.item()  # the planted sync")
+    copy_line = 1 + code.splitlines().index("    x = host.cuda()  # the planted pageable copy")
     got = run_child(code, env={"INDUCTOR_PERF_TRACE_DIR": str(tmp_path)})
     assert got["tools"] == ([None, None] if sys.version_info >= (3, 12) else [])
     (summary,) = tmp_path.glob("*.summary.json")
-    syncs = [f for f in json.loads(summary.read_text())["findings"] if f["kind"] == "sync"]
+    findings = json.loads(summary.read_text())["findings"]
+    syncs = [f for f in findings if f["kind"] == "sync"]
     assert syncs, "no sync finding"
+    copies = [f for f in findings if f["kind"] == "memcpy"]
+    assert copies, "no memcpy finding"
     (trace,) = tmp_path.glob("*.trace.json.gz")
     names = {e.get("name") for e in json.load(gzip.open(trace, "rt"))["traceEvents"] if isinstance(e, dict)}
     marker = f"## inductor_perf call=item at=<string>:{line} ##"
     if sys.version_info >= (3, 12):
         assert marker in names
         assert f"<string>:{line}" in [f["source"] for f in syncs], [f["title"] for f in syncs]
+        assert [f["source"] for f in copies] == [f"<string>:{copy_line}"], [f["title"] for f in copies]
     else:
         assert marker not in names and None in [f["source"] for f in syncs]
+        assert [f["source"] for f in copies] == [None]

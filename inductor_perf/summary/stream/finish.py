@@ -27,6 +27,7 @@ from ..idle_split import stream_idle
 from ..kernels import DEF_GPU, TraceKernels, dtype_weight
 from ..graph_gaps import graph_gaps_of_columns
 from ..op_shapes import OpShapeSums, fill_launch_dtypes, launch_dtypes_note, streamed_shape_keys
+from ..signals import pageable_copies
 from ..steps import profiler_steps
 
 _dur = attrgetter("dur")
@@ -225,6 +226,13 @@ class _Launches:
         threads = self.threads
         return {id(k): threads[t] if t >= 0 else None for k, t in zip(kernels, self.thread)}
 
+    def of(self, kernels: list[Any], wanted: set[int]) -> dict[int, tuple[Any, float]]:
+        """(launching thread, launch call's start) by ``id``, of the kernels whose ids are in ``wanted``
+        and whose launch is known: :func:`~inductor_perf.summary.signals.copy_launches`."""
+        threads = self.threads
+        return {id(k): (threads[t], ts) for k, t, ts, c in zip(kernels, self.thread, self.ts, self.call)
+                if t >= 0 and c >= 0 and id(k) in wanted}
+
     def times(self, kernels: list[Any]) -> dict[int, float]:
         """Each kernel's launch call's start by ``id``, for those with one: what
         :func:`~inductor_perf.summary.idle_split.launch_times` gives the in-memory engine."""
@@ -419,13 +427,15 @@ def _finish(seen: Any, held: list, header: dict, device: Any, note: str | None, 
         # launchers (a dict entry a kernel) are let go before the tables that follow
         window = window_of(seen.w0, seen.w1, seen.kernels, profiler_steps(seen.steps))
         idle = idle_tables(tk, window, launches.launcher(kernels), top)  # type: ignore[union-attr]
+    copies = pageable_copies(kernels)
+    copy_calls = launches.of(kernels, {id(k) for k in copies}) if copies else {}  # type: ignore[union-attr]
     summary = assemble(SummaryParts(
         kernels=tk, counts=counts, window=window, launcher=None, graph_launches=seen.graph_launches,
         distributed=distributed_info(header), totals=totals, coverage=cov.result(sum(map(_dur, seen.kernels)), top),
         dtype=dtype_of_weights(weights), device=device, top=top, label=label_of(header), device_note=note,
         costs_note=costs_note, idle=idle, unions=unions, idle_by_stream=by_stream, record=recorded_block(header),
         graph_gaps=graph_gaps_of_columns(profiler_steps(seen.steps), seen.threads.names, seen.threads.cols),
-        op_shapes=shapes, dtypes_note=launch_dtypes_note(filled)))
+        op_shapes=shapes, dtypes_note=launch_dtypes_note(filled), copy_calls=copy_calls))
     return summary, device
 
 

@@ -172,6 +172,47 @@ def test_a_call_marker_around_a_sync_gives_it_the_users_line(tmp_path, engine):
     assert not [k for k in summary.signals.eager_idle_us if "inductor_perf" in k]
 
 
+@pytest.mark.parametrize("engine", ["full", "stream"])
+def test_pageable_copies_are_found_per_line_of_the_call_that_made_them(tmp_path, engine):
+    # the capture's ranges around x.to() (line 57) and x.cuda() (line 58, twice) hold the runtime calls
+    # whose correlation ids start the pageable copies (30 µs; 10 + 12 µs); a copy whose runtime call is in
+    # no range (5 µs) has no known line: three findings, ranked by their copies' time (no steps: the
+    # window is the step)
+    from advice_traces import DEVICE, HOST, ev, kernel
+
+    from inductor_perf.model.markers import call_marker_name
+    from inductor_perf.summary.stream.engine import summarize_file_stream
+
+    copy = "Memcpy HtoD (Pageable -> Device)"
+    trace = {"traceEvents": [
+        kernel("triton_poi_fused_0", 0, 10),
+        ev(call_marker_name("to", "/w/train.py:57"), "user_annotation", 12, 6, HOST),
+        ev("aten::to", "cpu_op", 12.5, 5, HOST),
+        ev("cudaMemcpyAsync", "cuda_runtime", 13.5, 3, HOST, correlation=7),
+        ev(copy, "gpu_memcpy", 15, 30, DEVICE, correlation=7),
+        ev(call_marker_name("cuda", "/w/train.py:58"), "user_annotation", 50, 6, HOST),
+        ev("cudaMemcpyAsync", "cuda_runtime", 51, 3, HOST, correlation=8),
+        ev(copy, "gpu_memcpy", 52, 10, DEVICE, correlation=8),
+        ev(call_marker_name("cuda", "/w/train.py:58"), "user_annotation", 68, 6, HOST),
+        ev("cudaMemcpyAsync", "cuda_runtime", 69, 3, HOST, correlation=9),
+        ev(copy, "gpu_memcpy", 70, 12, DEVICE, correlation=9),
+        ev("cudaMemcpyAsync", "cuda_runtime", 90, 3, HOST, correlation=10),
+        ev(copy, "gpu_memcpy", 91, 5, DEVICE, correlation=10),
+        kernel("triton_poi_fused_1", 110, 10)]}
+    if engine == "full":
+        summary = summarize(trace)
+    else:
+        p = tmp_path / "t.json"
+        p.write_text(json.dumps(trace))
+        summary = summarize_file_stream(str(p))[0]
+    got = [(f.source, f.saving_us_per_step) for f in advise(summary) if f.kind == "memcpy"]
+    assert got == [("/w/train.py:57", 30.0), ("/w/train.py:58", 22.0), (None, 5.0)]
+    titles = [f.title for f in advise(summary) if f.kind == "memcpy"]
+    assert titles[1].startswith("2 host-to-device copies from pageable memory at /w/train.py:58 take 22")
+    unknown = [f.evidence for f in advise(summary) if f.kind == "memcpy" and f.source is None]
+    assert "not in the trace" in unknown[0]
+
+
 def test_cpu_optimizer_ops_are_not_headroom_too():
     # the optimizer's ops are the CPU trace's kernels: 1 kB in 1.5 µs each (0.67 GB/s), far under any
     # roof; their time is the optimizer finding's, not headroom's as well
