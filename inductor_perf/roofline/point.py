@@ -21,8 +21,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import reduce
 from itertools import compress
-from operator import mul
+from operator import add, mul
+from typing import Iterable
 
 from ..model import events as evs
 
@@ -180,16 +182,23 @@ def inline_pcts(flops: int, nbytes: int, dur_us: float, peak_tflops: float, band
     return flops_pct, bandwidth_pct, LATENCY if pct < DEFAULT_LATENCY_PCT and small else roof
 
 
+def _added(values: Iterable[float]) -> float:
+    """``values`` added left to right, as ``+=`` adds them kernel by kernel. (Not ``sum()``: from Python
+    3.12 it compensates the rounding of each addition, so its floats differ from the loop's in the last
+    bits, and the two summary engines would not give the same floats.)"""
+    return reduce(add, values, 0.0)
+
+
 def inline_sums(durs: list[float], flops: int, nbytes: int, peak_tflops: float, bandwidth_gbs: float,
                 roof: str | None) -> tuple[float, float, float, dict[str, float]]:
     """Of kernels of one cost lasting ``durs`` µs (each within :data:`INLINE_RANGE`), where
     :func:`inline_takes`: (total duration, the sum of their :func:`inline_pcts` flops % x duration,
     the same of bandwidth %, duration by bound in the order the bounds first come). The same floats as
     adding up :func:`classify` kernel by kernel in ``durs``' order."""
-    time = sum(durs)
+    time = _added(durs)
     fpcts = [100.0 * (flops / d / 1e6) / peak_tflops for d in durs]
     bpcts = [100.0 * (nbytes / d / 1e3) / bandwidth_gbs for d in durs]
-    fp, bp = sum(map(mul, fpcts, durs)), sum(map(mul, bpcts, durs))
+    fp, bp = _added(map(mul, fpcts, durs)), _added(map(mul, bpcts, durs))
     if roof is None:  # nothing measurable done in a measured time: all latency
         return time, fp, bp, {LATENCY: time}
     pcts = fpcts if roof == COMPUTE else bpcts
@@ -201,6 +210,6 @@ def inline_sums(durs: list[float], flops: int, nbytes: int, peak_tflops: float, 
         return time, fp, bp, {roof: time}
     if all(latent):
         return time, fp, bp, {LATENCY: time}
-    lat = sum(compress(durs, latent))
-    rest = sum(d for d, is_lat in zip(durs, latent) if not is_lat)
+    lat = _added(compress(durs, latent))
+    rest = _added(d for d, is_lat in zip(durs, latent) if not is_lat)
     return time, fp, bp, {LATENCY: lat, roof: rest} if latent[0] else {roof: rest, LATENCY: lat}
