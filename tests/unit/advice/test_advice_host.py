@@ -137,6 +137,17 @@ def test_syncs_outside_compiled_code_after_different_lines_stay_apart():
     assert "after the kernels of model.py:9) (cudaDeviceSynchronize)" in got[1]
 
 
+def _summary(trace: dict, engine: str, tmp_path) -> object:
+    """The summary of ``trace`` by the in-memory engine ("full") or the streaming one, from a file."""
+    if engine == "full":
+        return summarize(trace)
+    from inductor_perf.summary.stream.engine import summarize_file_stream
+
+    p = tmp_path / "t.json"
+    p.write_text(json.dumps(trace))
+    return summarize_file_stream(str(p))[0]
+
+
 @pytest.mark.parametrize("engine", ["full", "stream"])
 def test_a_call_marker_around_a_sync_gives_it_the_users_line(tmp_path, engine):
     # the capture's range around loss.item() (capture/sync_calls.py) names /w/train.py:42; the sync in
@@ -146,7 +157,6 @@ def test_a_call_marker_around_a_sync_gives_it_the_users_line(tmp_path, engine):
     from advice_traces import HOST, ev, kernel
 
     from inductor_perf.model.markers import call_marker_name
-    from inductor_perf.summary.stream.engine import summarize_file_stream
 
     trace = {"traceEvents": [
         kernel("triton_poi_fused_0", 0, 25, source="model.py:9"),
@@ -158,12 +168,7 @@ def test_a_call_marker_around_a_sync_gives_it_the_users_line(tmp_path, engine):
         ev(call_marker_name("to", "/w/train.py:50"), "user_annotation", 75, 3, HOST),
         ev("aten::to", "cpu_op", 75.5, 2, HOST),
         kernel("triton_poi_fused_2", 80, 10, source="model.py:12")]}
-    if engine == "full":
-        summary = summarize(trace)
-    else:
-        p = tmp_path / "t.json"
-        p.write_text(json.dumps(trace))
-        summary = summarize_file_stream(str(p))[0]
+    summary = _summary(trace, engine, tmp_path)
     (f,) = [f for f in advise(summary) if f.kind == "sync"]
     assert f.source == "/w/train.py:42"
     assert f.title.startswith("host-device sync at /w/train.py:42 (")
@@ -181,7 +186,6 @@ def test_pageable_copies_are_found_per_line_of_the_call_that_made_them(tmp_path,
     from advice_traces import DEVICE, HOST, ev, kernel
 
     from inductor_perf.model.markers import call_marker_name
-    from inductor_perf.summary.stream.engine import summarize_file_stream
 
     copy = "Memcpy HtoD (Pageable -> Device)"
     trace = {"traceEvents": [
@@ -199,12 +203,7 @@ def test_pageable_copies_are_found_per_line_of_the_call_that_made_them(tmp_path,
         ev("cudaMemcpyAsync", "cuda_runtime", 90, 3, HOST, correlation=10),
         ev(copy, "gpu_memcpy", 91, 5, DEVICE, correlation=10),
         kernel("triton_poi_fused_1", 110, 10)]}
-    if engine == "full":
-        summary = summarize(trace)
-    else:
-        p = tmp_path / "t.json"
-        p.write_text(json.dumps(trace))
-        summary = summarize_file_stream(str(p))[0]
+    summary = _summary(trace, engine, tmp_path)
     got = [(f.source, f.saving_us_per_step) for f in advise(summary) if f.kind == "memcpy"]
     assert got == [("/w/train.py:57", 30.0), ("/w/train.py:58", 22.0), (None, 5.0)]
     titles = [f.title for f in advise(summary) if f.kind == "memcpy"]
