@@ -84,72 +84,68 @@ def test_env_var_capture_marks_the_users_calls_and_not_the_compilers(tmp_path):
         assert "aten::item" in {e["name"] for e in _inside(mark, events)}, mark
 
 
-INSIDE_COMPILED = """
+MARKS = """
 import json, torch
 import torch._dynamo.config as dynamo_config
 from inductor_perf.capture.sync_calls import SyncCalls, tensor_on
 dynamo_config.capture_scalar_outputs = True
-seen = []
-class Record:
-    def __init__(self, name): seen.append(name)
-    def __enter__(self): pass
-    def __exit__(self, *a): pass
+seen = {"compiled": [], "copies": []}
+def recorder(case):
+    class Record:
+        def __init__(self, name): seen[case].append(name)
+        def __enter__(self): pass
+        def __exit__(self, *a): pass
+    return Record
+
+# 1. a .item() in compiled code, beside an eager one
 def positives(x):
     n = (x > 0).sum().item()  # inside the graph: Inductor's generated code calls buf.item()
     torch._check(n >= 0)
     return torch.ones(n) * 2
 f = torch.compile(positives, backend="inductor_perf", fullgraph=True)
-marks = SyncCalls(on_device=tensor_on("cpu"), record=Record)
+marks = SyncCalls(on_device=tensor_on("cpu"), record=recorder("compiled"))
 assert marks.start()
 for _ in range(3):
     size = f(torch.randn(64)).shape[0]
     total = torch.tensor(size).item()  # MARK-eager
 marks.stop()
-print("JSON:" + json.dumps({"seen": seen}))
-"""
 
-
-def test_a_call_in_compiled_code_gets_no_range(tmp_path):
-    """A ``.item()`` that Inductor's generated wrapper makes (a data-dependent size) is compiled code:
-    its range would name the generated file (or the line that called the model) where the summary
-    names it by the kernels before it, so it gets none. The eager ``.item()`` beside it gets one a call."""
-    from conftest import run_child
-
-    got = run_child(INSIDE_COMPILED, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})
-    from inductor_perf.model.markers import call_marker_name
-
-    assert got["seen"] == [call_marker_name("item", _line(INSIDE_COMPILED, "eager"))] * 3
-
-
-COPIES = """
-import json, torch
-from inductor_perf.capture.sync_calls import SyncCalls, tensor_on
-seen = []
-class Record:
-    def __init__(self, name): seen.append(name)
-    def __enter__(self): pass
-    def __exit__(self, *a): pass
+# 2. "meta" as the device: no tensor here is on it, so the only ranges are the host tensors' copy calls
 m = torch.nn.Linear(8, 8).double()
-f = torch.compile(m, backend="inductor_perf")
-# "meta" as the device: no tensor here is on it, so the only ranges are the host tensors' copy calls
-marks = SyncCalls(on_device=tensor_on("meta"), record=Record)
+g = torch.compile(m, backend="inductor_perf")
+marks = SyncCalls(on_device=tensor_on("meta"), record=recorder("copies"))
 assert marks.start()
 for _ in range(3):
     batch = torch.randn(4, 8).to(torch.float64)  # MARK-copy
-    loss = f(batch).sum()
+    loss = g(batch).sum()
     value = loss.item()  # a host tensor's .item(): no copy, no range
 marks.stop()
-print("JSON:" + json.dumps({"seen": seen}))
+print("JSON:" + json.dumps(seen))
 """
 
 
-def test_a_host_tensors_copy_call_gets_a_range(tmp_path):
+@pytest.fixture(scope="module")
+def marks_run(tmp_path_factory):
+    """Both cases of :data:`MARKS` in one child (one torch start-up and its compiles)."""
+    from conftest import run_child
+
+    cache = tmp_path_factory.mktemp("inductor")  # Inductor's cache folder moved: start() must read it
+    return run_child(MARKS, env={"TORCHINDUCTOR_CACHE_DIR": str(cache)})
+
+
+def test_a_call_in_compiled_code_gets_no_range(marks_run):
+    """A ``.item()`` that Inductor's generated wrapper makes (a data-dependent size) is compiled code:
+    its range would name the generated file (or the line that called the model) where the summary
+    names it by the kernels before it, so it gets none. The eager ``.item()`` beside it gets one a call."""
+    from inductor_perf.model.markers import call_marker_name
+
+    assert marks_run["compiled"] == [call_marker_name("item", _line(MARKS, "eager"))] * 3
+
+
+def test_a_host_tensors_copy_call_gets_a_range(marks_run):
     """``.to()`` of a host tensor (``batch.to(device)`` copies it to the GPU; here to float64) gets a range
     naming its line, so a pageable copy it starts has that line; the host tensor's ``.item()`` and the
     compile's own ``.to()`` calls get none."""
-    from conftest import run_child
-
     from inductor_perf.model.markers import call_marker_name
 
-    got = run_child(COPIES, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")})
-    assert got["seen"] == [call_marker_name("to", _line(COPIES, "copy"))] * 3
+    assert marks_run["copies"] == [call_marker_name("to", _line(MARKS, "copy"))] * 3
