@@ -177,16 +177,13 @@ def find_memcpy(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]
     """Host-to-device copies from pageable memory, one finding per line of the user's code that made
     them (one for all where the trace does not say which)."""
     sig = _signals(summary)
-    if sig is None or sig.pageable_us <= 0:
+    sites = [(c.source, c.count, c.us) for c in sig.pageable if c.us > 0] if sig is not None else []
+    if not sites:
         return []
     step = Step.of(summary)
-    sites = [(c.source, c.count, c.us) for c in getattr(sig, "pageable", None) or []] \
-        or [(None, sig.pageable_copies, sig.pageable_us)]
     out = []
     for source, count, total in sites:
-        if total <= 0:
-            continue
-        where = (f" at {source}" if source else "")
+        where = f" at {source}" if source else ""
         line = ("" if source else " Which line made them is not in the trace (our capture's range around "
                 ".to()/.cuda() names it on Python 3.12+, as does with_stack=True).")
         out.append(finding(

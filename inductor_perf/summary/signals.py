@@ -13,6 +13,7 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from ..devices.peaks import dtype_peak
@@ -121,11 +122,9 @@ class AdviceSignals:
     """That idle time itself (once, whatever the threads did)."""
     syncs: list[SyncSite] = field(default_factory=list)
     optimizer: OptimizerStep | None = None
-    pageable_copies: int = 0
-    pageable_us: float = 0.0
     pageable: list[CopySite] = field(default_factory=list)
-    """Those copies by the line that made them, most time first (one site of source None where no
-    copy's line is known)."""
+    """The host-to-device copies from pageable memory by the line that made them, most time first (one
+    site of source None for those whose line is not known)."""
     peaks: dict[str, float | None] = field(default_factory=dict)
     """The device's matmul roofs (TFLOP/s) for float32, tf32, bfloat16 and float16."""
     record: Mapping[str, Any] | None = None
@@ -188,9 +187,9 @@ def user_frame(name: str) -> str | None:
 
 
 def _frame_of(e: Any) -> str | None:
-    """The user's line around host event ``e``: the innermost of its ancestors that is a user python
-    frame (a trace with a python stack) or our call marker (:func:`model.markers.call_marker_name`)."""
-    up = e.parent
+    """The user's line around host event ``e``: the innermost of it and its ancestors that is a user
+    python frame (a trace with a python stack) or our call marker (:func:`model.markers.call_marker_name`)."""
+    up = e
     while up is not None:
         if up.cat == "python_function":
             got = user_frame(up.name)
@@ -301,8 +300,6 @@ def advice_signals(tk: TraceKernels, window: Any, graph_launches: bool, device: 
         del rest
         sig.syncs = _sync_sites(got.syncs, gaps, window, tk.kernels)
         copies = pageable_copies(tk.kernels)
-        sig.pageable_copies = len(copies)
-        sig.pageable_us = sum(k.dur for k in copies)
         if copies and copy_calls is None and launcher is not None:
             copy_calls = copy_launches(copies, launcher, launch_times(tk.host_events, copies))
         sig.pageable = _copy_sites(copies, copy_calls or {}, tk.roots) if copies else []
@@ -364,8 +361,7 @@ def _copy_sites(copies: list[Any], launches: Mapping[int, tuple[Any, float]], ro
         src = None
         if got is not None and got[0] in roots:
             call = _innermost_at(roots[got[0]], got[1])
-            mark = parse_call_marker(call.name) if call is not None else None
-            src = mark[1] if mark is not None else _frame_of(call) if call is not None else None
+            src = _frame_of(call) if call is not None else None
         site = sites.get(src) or sites.setdefault(src, CopySite(src))
         site.count += 1
         site.us += k.dur
@@ -377,16 +373,12 @@ def _innermost_at(nodes: list[Any], ts: float) -> Any:
     ``ts`` and ends at or after it; None where none does."""
     found = None
     while nodes:
-        i = bisect.bisect_right(nodes, ts, key=_start) - 1
+        i = bisect.bisect_right(nodes, ts, key=attrgetter("ts")) - 1
         if i < 0 or nodes[i].end < ts:
             break
         found = nodes[i]
         nodes = found.children or []
     return found
-
-
-def _start(e: Any) -> float:
-    return e.ts
 
 
 def _sync_sites(syncs: list[tuple[Any, float, float]], gaps: list[Span], window: Any,
