@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
+from ..model.events import NO_HOST_EVENT
 from .finding import Finding
 from .per_step import Step, us
 
@@ -74,7 +75,18 @@ def find_host_bound(record: Mapping[str, Any] | None, summary: Any) -> list[Find
             "step's shapes static so the graphs are reused"))
     if sig.eager_idle_total_us > 0:
         where = _top(sig.eager_idle_us, step)
-        if sig.graph_launches:
+        unrecorded = sig.eager_idle_us.get(NO_HOST_EVENT, 0.0)
+        model = "Model: that work launched from compiled code (or replayed in a graph) would not leave the device idle."
+        if unrecorded > sig.eager_idle_total_us / 2:
+            # No op to name or compile: Python outside torch, I/O, a JIT compile, a sleep.
+            title = (f"the device idles {us(step.per_step(sig.eager_idle_total_us))} a step while the host runs "
+                     f"no recorded op ({us(step.per_step(unrecorded))} of it)")
+            fix = ("find what the host does in those gaps (the longest idle gaps table; with_stack=True, or "
+                   "py-spy, names the code): Python work outside torch, I/O or logging in the step; take it out "
+                   "of the step or overlap it (DataLoader workers for data preparation)")
+            model = ("Model: that host work out of the step (or overlapped with the device's) would not leave the "
+                     "device idle; compiling does not remove it, as it runs no op.")
+        elif sig.graph_launches:
             title = (f"the device idles {us(step.per_step(sig.eager_idle_total_us))} a step outside the CUDA "
                      "graphs, while the host runs eager work (loss, optimizer, copies)")
             fix = ("the compiled code already replays as CUDA graphs: move the eager work between them into "
@@ -94,8 +106,7 @@ def find_host_bound(record: Mapping[str, Any] | None, summary: Any) -> list[Find
         out.append(finding(
             "host_bound", title, sig.eager_idle_total_us, step,
             f"device idle outside compiled-graph calls, loaders and syncs, by the host's outermost activity "
-            f"(threads overlap): {where}; step = {step.basis}. Model: that work launched from compiled code "
-            "(or replayed in a graph) would not leave the device idle.", fix))
+            f"(threads overlap): {where}; step = {step.basis}. {model}", fix))
     return out
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from ..summary.steps import median
+from ..summary.steps import duration_text, median
 
 
 @dataclass(frozen=True)
@@ -25,15 +25,21 @@ class Step:
     def of(cls, summary: Any) -> "Step":
         steps = summary.steps or []
         if steps:
-            return cls(len(steps), median(r.dur_us for r in steps), f"median of {len(steps)} step(s)",
-                       sum(r.dur_us for r in steps) / len(steps))
+            n, in_steps = len(steps), sum(r.dur_us for r in steps)
+            wall = summary.wall_us or 0.0
+            return cls(n, median(r.dur_us for r in steps), f"median of {n} step(s)", max(in_steps, wall) / n,
+                       wall if wall > in_steps else None)
         return cls(1, summary.wall_us or None, "the window (no recorded steps)")
 
     def per_step(self, total_us: float) -> float:
         return round(total_us / self.count, 3)
 
     mean_us: float | None = None
-    """The mean step (the window's time in steps over their number), for a saving above the median step."""
+    """The mean step, for a saving above the median step: the steps' time over their number, or the
+    window's where work ran past the steps (its totals count that work too)."""
+    past_us: float | None = None
+    """The window's duration where it is longer than the steps' time in all (work that ran past the
+    recorded steps: kernels still queued, collectives on other threads); None otherwise."""
 
     def pct(self, saving_us: float | None) -> tuple[float | None, str | None]:
         """(``saving_us`` as a % of the median step, or why it is of the mean step instead: a saving is a
@@ -41,19 +47,18 @@ class Step:
         if saving_us is None or not self.us:
             return None, None
         if saving_us > self.us and self.mean_us and self.mean_us > self.us:
-            return (round(100.0 * saving_us / self.mean_us, 2),
-                    f"% of the mean step ({self.mean_us:.0f} µs): the steps vary, and this saving, a mean over "
-                    f"them, exceeds the median step ({self.us:.0f} µs)")
+            pct = round(100.0 * saving_us / self.mean_us, 2)
+            if self.past_us:
+                return pct, (f"% of the window's time per step ({us(self.mean_us)}): the window ({us(self.past_us)}) "
+                             f"runs past its {self.count} recorded step(s), its totals count that work too, and "
+                             f"this saving exceeds the median step ({us(self.us)})")
+            return pct, (f"% of the mean step ({self.mean_us:.0f} µs): the steps vary, and this saving, a mean over "
+                         f"them, exceeds the median step ({self.us:.0f} µs)")
         return round(100.0 * saving_us / self.us, 2), None
 
 
-def us(x: float) -> str:
-    """A duration for a finding's title or evidence."""
-    if x >= 1e6:
-        return f"{x / 1e6:.3g} s"
-    if x >= 1e3:
-        return f"{x / 1e3:.3g} ms"
-    return f"{x:.3g} µs"
+us = duration_text
+"""A duration for a finding's title or evidence."""
 
 
 UNPROFILED_KINDS = frozenset({"input_wait", "host_bound", "sync", "optimizer"})

@@ -9,6 +9,8 @@ import textwrap
 from html import escape
 from typing import Any, Iterable
 
+from .units import fmt_time_us
+
 OPENING = 5
 """Findings the text summary and the page open with (the rest are in the JSON)."""
 _WIDTH = 100
@@ -20,8 +22,7 @@ def _saving(f: dict[str, Any]) -> str:
     if us is None:
         one = f.get("one_time_s")
         return f"{one:.3g} s once" if one else "-"
-    t = f"{us / 1e3:.3g} ms" if us >= 1e3 else f"{us:.3g} µs"
-    return f"{t}/step" + (f" ({pct:.3g} %)" if pct is not None else "")
+    return f"{fmt_time_us(us)}/step" + (f" ({pct:.3g} %)" if pct is not None else "")
 
 
 def _fill(prefix: str, text: str) -> str:

@@ -42,7 +42,7 @@ from .signals import advice_signals
 from .roofs import above_peak_reason, device_roofs, roof_notes, row_bound, row_placement
 from .rows import GapRow, GroupRow, IdleRow, KernelRow, PeakInfo, Summary, _dominant, six_digits, percent, rounded
 from .graph_gaps import GraphGaps, graph_gaps
-from .steps import median, profiler_steps, slowest_step, step_rows, with_flops
+from .steps import duration_text, median, profiler_steps, slowest_step, step_rows, with_flops
 from .idle_split import StreamIdleRow, launch_times, stream_idle
 from .op_shapes import OpShapeSums, fill_launch_dtypes, launch_dtypes_note, shape_keys, shape_sums
 from .utilization import utilization
@@ -553,8 +553,8 @@ def assemble(parts: SummaryParts) -> Summary:
     slowest = slowest_step(steps)
     if slowest is not None and len(steps) > 1:
         dur = max(r.dur_us for r in steps)
-        notes.append(f"slowest step: {slowest} ({dur / 1e3:.3g} ms; median "
-                     f"{median(r.dur_us for r in steps) / 1e3:.3g} ms)")
+        notes.append(f"slowest step: {slowest} ({duration_text(dur)}; median "
+                     f"{duration_text(median(r.dur_us for r in steps) or 0.0)})")
     return Summary(
         label=parts.label,
         kernel_definition=tk.definition, kernel_definition_text=KERNEL_DEFINITIONS[tk.definition],

@@ -169,9 +169,11 @@ def _walk(nodes: Iterable[Any]) -> Iterator[Any]:
 
 
 def _below_steps(roots: Iterable[Any]) -> Iterator[Any]:
-    """A thread's outermost events, looking through ``ProfilerStep#N`` ranges and our call markers."""
+    """A thread's outermost events, looking through ``ProfilerStep#N`` ranges and our call markers. A
+    step range with nothing in it is no host activity (torch.profiler may record it on a thread of its
+    own, spanning the whole step): the idle under it has no host event."""
     for e in roots:
-        if e.name.startswith(("ProfilerStep#", CALL_PREFIX)) and e.children:
+        if e.name.startswith("ProfilerStep#") or e.name.startswith(CALL_PREFIX) and e.children:
             yield from _below_steps(e.children)
         else:
             yield e

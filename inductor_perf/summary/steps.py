@@ -135,3 +135,13 @@ def median(values: Iterable[float]) -> float | None:
 def slowest_step(rows: list[StepRow]) -> str | None:
     """The name of the longest step (the first of equals), or None without steps."""
     return max(rows, key=lambda r: r.dur_us).name if rows else None
+
+
+def duration_text(us: float) -> str:
+    """A step's or a finding's duration given in µs, for notes and findings: ``48 µs``, ``14.6 ms``,
+    ``13.3 s`` (three significant digits)."""
+    if us >= 1e6:
+        return f"{us / 1e6:.3g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.3g} ms"
+    return f"{us:.3g} µs"

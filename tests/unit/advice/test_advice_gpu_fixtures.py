@@ -46,7 +46,7 @@ def test_gpu_fixtures_same_findings_both_engines(name):
     assert [f.to_dict() for f in _findings(GPU / name, "stream")] == full
 
 
-@pytest.mark.parametrize("name", SHARED)
+@pytest.mark.parametrize("name", [*SHARED, "cpu_only_rank34.json.gz"])  # (a CPU trace: both engines read it in memory)
 def test_shared_traces_same_findings_both_engines(name):
     pytest.importorskip("orjson")
     p = TRACES / name

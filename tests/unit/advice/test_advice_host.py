@@ -98,6 +98,40 @@ def test_saving_above_the_median_step_is_a_share_of_the_mean_step():
     assert "mean step (300 µs)" in f.evidence
 
 
+@pytest.mark.parametrize("engine", ["full", "stream"])
+def test_saving_over_work_past_the_steps_is_a_share_of_the_window(tmp_path, engine):
+    # one step of 100 µs (0..100); the host runs aten::add 100..900, past the step, and the window runs to
+    # k3's end at 1000. The device idles 50..60 (aten::mm, before k2) and 600..900: 310 µs, counted over
+    # the window, so 310 / 1000 per step (31 %), not 310 % of the 100 µs step
+    from advice_traces import host, kernel
+
+    trace = {"traceEvents": [
+        host("ProfilerStep#1", 0, 100, "user_annotation"), kernel("k1", 0, 50), host("aten::mm", 40, 20),
+        kernel("k2", 60, 540), host("aten::add", 100, 800), kernel("k3", 900, 100)]}
+    (f,) = [f for f in advise(_summary(trace, engine, tmp_path)) if f.kind == "host_bound"]
+    assert f.saving_us_per_step == 310.0
+    assert f.saving_pct_of_step == 31.0
+    assert "window's time per step (1 ms)" in f.evidence and "runs past its 1 recorded step(s)" in f.evidence
+
+
+@pytest.mark.parametrize("engine", ["full", "stream"])
+def test_idle_under_a_bare_step_range_has_no_host_event(tmp_path, engine):
+    # torch.profiler recorded ProfilerStep#1 (0..1000) on a thread of its own, with nothing in it; the
+    # work ran on another thread: a compiled call 0..50 launching k1 (10..40). The device then idles
+    # 50..990 (until k2) with no op on the host: 940 µs of unrecorded host time, not "eager work" to
+    # compile (the range is no host activity), and the finding says so
+    from advice_traces import ev, kernel
+
+    trace = {"traceEvents": [
+        ev("ProfilerStep#1", "user_annotation", 0, 1000, {"pid": 1, "tid": 2}),
+        ev("## Call CompiledFxGraph abc", "user_annotation", 0, 50, {"pid": 1, "tid": 1}),
+        kernel("k1", 10, 30), kernel("k2", 990, 10)]}
+    (f,) = [f for f in advise(_summary(trace, engine, tmp_path)) if f.kind == "host_bound" and "no recorded op" in f.title]
+    assert f.saving_us_per_step == 940.0
+    assert "(no host event) 940 µs" in f.evidence and "ProfilerStep" not in f.evidence
+    assert "compile" not in f.fix and "with_stack=True" in f.fix
+
+
 @pytest.mark.parametrize("inside", [True, False])
 def test_sync_without_python_stack_takes_the_compiled_kernels_source_inside_compiled_code_only(inside):
     # no python stack events: the sync at 20..30 waits for k1 (0..25), tagged model.py:9; the device is

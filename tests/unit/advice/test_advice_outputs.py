@@ -75,3 +75,13 @@ def test_no_finding_prints_no_section(tmp_path, capsys):
     assert "What to fix first" not in capsys.readouterr().out
     assert main(["advise", str(p)]) == 0
     assert "no finding with a measurable saving" in capsys.readouterr().out
+
+
+def test_savings_are_written_in_the_tables_units():
+    # a saving of 1.1 s a step reads in seconds, as the tables write a duration, not "1.1e+03 ms"
+    from inductor_perf.report.findings import findings_text
+
+    f = {"kind": "exposed_comm", "title": "t", "fix": "x", "evidence": "e", "saving_us_per_step": 1_102_980.6,
+         "saving_pct_of_step": 86.0}
+    assert findings_text([f])[0] == "1. [exposed_comm] saves ~1.10 s/step (86 %): t"
+    assert findings_text([{**f, "saving_us_per_step": 70.0}])[0].startswith("1. [exposed_comm] saves ~70.0 µs/step")

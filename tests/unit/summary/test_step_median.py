@@ -27,7 +27,7 @@ def test_slowest_step_note_prints_the_mean_median_of_two_steps():
         X("ProfilerStep#2", 100, 50, cat="user_annotation", pid=1, tid=1),
         X("gemm", 10, 30), X("gemm", 110, 30)]}
     notes = [n for n in summarize(trace).notes if n.startswith("slowest step")]
-    assert notes == ["slowest step: ProfilerStep#1 (0.1 ms; median 0.075 ms)"]
+    assert notes == ["slowest step: ProfilerStep#1 (100 µs; median 75 µs)"]
 
 
 def test_compare_unprofiled_step_time_is_the_mean_median_of_two_runs():
