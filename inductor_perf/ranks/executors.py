@@ -36,11 +36,20 @@ DASK_HINT = "pip install 'inductor-perf[dask]'"
 Stage = Callable[[str], None]
 
 
-def progress_text(done: int, total: int, elapsed_s: float) -> str:
-    """``summarized 3 of 16 ranks, ETA 40 s``: the ETA at the mean rate so far, once a rank is done."""
+STALLED_S = 30.0
+"""After this long with no rank finished, the progress line says so (workers gone, busy or stuck: the
+wait has no limit of its own, as a rank may take long; Ctrl-C cancels)."""
+
+
+def progress_text(done: int, total: int, elapsed_s: float, quiet_s: float = 0.0) -> str:
+    """``summarized 3 of 16 ranks, ETA 40 s``: the ETA at the mean rate so far, once a rank is done;
+    ``quiet_s``: seconds since a rank last finished (the start, before the first), named from
+    :data:`STALLED_S` on."""
     text = f"summarized {done} of {total} ranks"
     if 0 < done < total:
         text += f", ETA {elapsed_s / done * (total - done):.0f} s"
+    if done < total and quiet_s >= STALLED_S:
+        text += f"; none finished in the last {quiet_s:.0f} s (Ctrl-C cancels)"
     return text
 
 
@@ -61,16 +70,18 @@ def run_map(executor: cf.Executor, paths: list[str], *, stage: Stage | None = No
     every unfinished task, then propagates."""
     futures = {executor.submit(fn, p, *args): p for p in paths}
     out: dict[str, Digest] = {}
-    t0 = time.monotonic()
+    t0 = last = time.monotonic()
     try:
         pending = set(futures)
         while pending:
             finished, pending = cf.wait(pending, timeout=POLL_S, return_when=cf.FIRST_COMPLETED)
+            now = time.monotonic()
             for fut in finished:
                 path = futures[fut]
                 out[path] = fut.result() if not fut.cancelled() and fut.exception() is None else _lost(path, fut)
+                last = now
             if stage:
-                stage(progress_text(len(out), len(paths), time.monotonic() - t0))
+                stage(progress_text(len(out), len(paths), now - t0, now - last))
     except BaseException:
         for fut in futures:
             fut.cancel()
@@ -162,6 +173,9 @@ def dask_executor(address: str) -> Iterator[cf.Executor]:
         why = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InductorPerfError(f"--dask {address}: no Dask scheduler answered there ({why})") from None
     try:
+        if not client.scheduler_info().get("workers"):
+            log.warning("--dask %s: the scheduler has no workers yet: the ranks wait until one joins "
+                        "(`dask worker %s` starts one)", address, client.scheduler.address)
         yield client.get_executor()
     finally:
         client.close()

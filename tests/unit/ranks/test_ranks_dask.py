@@ -23,7 +23,7 @@ import time
 import pytest
 
 from inductor_perf import cli
-from inductor_perf.ranks.executors import run_map, run_on
+from inductor_perf.ranks.executors import dask_executor, run_map, run_on
 from inductor_perf.ranks.files import cross_rank_files, ranks_view
 from ctrl_c import ctrl_c_after
 from rank_copies import rank_copies
@@ -180,3 +180,16 @@ def test_a_rank_that_kills_its_worker_is_named_and_skipped(cluster, sixteen):
     got = run_on(cluster.get_executor(), files[:4], fn=kill_worker_on_rank_1, args=(None, 20, True))
     assert [d.summary is None for d in got] == [False, True, False, False], [(d.reason, d.error) for d in got]
     assert got[1].reason == "worker died" and got[1].error.startswith("KilledWorker"), got[1]
+
+
+def test_a_scheduler_with_no_workers_is_named_at_once(caplog):
+    """A scheduler with no worker would leave the ranks waiting with nothing said: connecting warns,
+    naming the address given."""
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp://", host="127.0.0.1", dashboard_address=None) as lc:
+        with caplog.at_level("WARNING", logger="inductor_perf.ranks.executors"), dask_executor(lc.scheduler_address):
+            pass
+    (rec,) = [r for r in caplog.records if r.name == "inductor_perf.ranks.executors"]
+    assert lc.scheduler_address in rec.getMessage() and "no workers" in rec.getMessage()
+

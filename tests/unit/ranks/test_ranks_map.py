@@ -19,6 +19,7 @@ import pytest
 
 from inductor_perf import cli
 from inductor_perf.ranks.digest import Digest, digest, view_of
+from inductor_perf.ranks import executors
 from inductor_perf.ranks.executors import map_digests, progress_text, run_local, run_map
 from inductor_perf.ranks.files import cross_rank_files, ranks_view
 from inductor_perf.summary.files import trace_files
@@ -88,6 +89,11 @@ def slow(path, *args):
     return Digest(path, None, "slow")
 
 
+def slower(path, *args):
+    time.sleep(1.5)
+    return Digest(path, None, "slower")
+
+
 def test_ctrl_c_while_waiting_cancels_the_futures():
     """A real SIGINT 0.5 s into a map of 10 tasks of 0.3 s on one thread: KeyboardInterrupt comes out
     of the wait, and every task that had not started is cancelled (at most 3 could have started)."""
@@ -109,6 +115,20 @@ def test_progress_line_counts_ranks_and_estimates_the_rest():
     with cf.ThreadPoolExecutor(2) as pool:
         run_map(pool, ["a", "b", "c"], fn=slow, stage=seen.append)
     assert seen[-1] == "summarized 3 of 3 ranks"
+
+
+def test_progress_line_says_when_no_rank_has_finished_for_a_while(monkeypatch):
+    assert progress_text(3, 16, 100.0, 45.0) == ("summarized 3 of 16 ranks, ETA 433 s; none finished in "
+                                                 "the last 45 s (Ctrl-C cancels)")
+    assert progress_text(3, 16, 100.0, 29.0) == "summarized 3 of 16 ranks, ETA 433 s"
+    assert progress_text(16, 16, 100.0, 45.0) == "summarized 16 of 16 ranks"
+    # a run whose one task takes 1.5 s, with the threshold at 0.6 s: the line says so before it ends
+    monkeypatch.setattr(executors, "STALLED_S", 0.6)
+    seen = []
+    with cf.ThreadPoolExecutor(1) as pool:
+        run_map(pool, ["a"], fn=slower, stage=seen.append)
+    assert any(line.startswith("summarized 0 of 1 ranks; none finished in the last") for line in seen), seen
+    assert seen[-1] == "summarized 1 of 1 ranks"
 
 
 def test_a_url_folder_is_listed_and_read_through_fsspec(four):
