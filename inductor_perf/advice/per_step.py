@@ -52,8 +52,8 @@ class Step:
                 return pct, (f"% of the window's time per step ({us(self.mean_us)}): the window ({us(self.past_us)}) "
                              f"runs past its {self.count} recorded step(s), its totals count that work too, and "
                              f"this saving exceeds the median step ({us(self.us)})")
-            return pct, (f"% of the mean step ({self.mean_us:.0f} µs): the steps vary, and this saving, a mean over "
-                         f"them, exceeds the median step ({self.us:.0f} µs)")
+            return pct, (f"% of the mean step ({us(self.mean_us)}): the steps vary, and this saving, a mean over "
+                         f"them, exceeds the median step ({us(self.us)})")
         return round(100.0 * saving_us / self.us, 2), None
 
 
