@@ -145,10 +145,17 @@ def find_exposed_comm(record: Mapping[str, Any] | None, summary: Any) -> list[Fi
     if not exposed or exposed <= 0:
         return []
     step = Step.of(summary)
+    total, where = comm.comm_us, ""
+    if summary.steps and len(comm.step_exposed_us) == len(summary.steps):
+        # within the recorded steps, as the cross-rank view and the steps table count them: one figure
+        # for a rank wherever it is read (collectives before or after the steps are no step's)
+        exposed, total, where = sum(comm.step_exposed_us), sum(comm.step_comm_us), " within the recorded steps"
+        if exposed <= 0:
+            return []
     return [finding(
         "exposed_comm", f"{us(step.per_step(exposed))} a step of collectives run with no compute beside them",
         exposed, step,
-        f"collectives {us(step.per_step(comm.comm_us))} a step, {us(step.per_step(exposed))} of it exposed "
+        f"collectives {us(step.per_step(total))} a step{where}, {us(step.per_step(exposed))} of it exposed "
         f"(no compute kernel running); step = {step.basis}. Model: collectives fully overlapped with compute "
         "on this rank; part of it may be waiting for a later rank (the cross-rank view, inductor-perf summary DIR, "
         "gives what the job loses: the exposed time of the rank the others wait for)."

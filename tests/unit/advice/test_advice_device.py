@@ -130,3 +130,32 @@ def test_exposed_comm_of_host_collectives_says_overlap_buys_less():
                "args": {"Input Dims": [[676]], "Input type": ["float"]}}]
     (f,) = _kinds(events, lookup("cpu"))["exposed_comm"]
     assert f.saving_us_per_step == 90 and "host collectives (gloo)" in f.evidence
+
+
+@pytest.mark.parametrize("engine", ["full", "stream"])
+def test_a_ranks_exposed_comm_counts_the_steps_as_the_cross_rank_view_does(tmp_path, engine):
+    """One step 0..200 (aten::addmm 0..50), gloo all-reduces on another thread at 40..140 and, after the
+    step, 300..1300 (the trace went on recording): per step, 90 µs exposed in the step (140 - 50), not
+    1,090 over the window; the cross-rank view reads the same 90 µs for this rank."""
+    import gzip
+    import json
+
+    from inductor_perf.ranks.files import cross_rank_files
+    from inductor_perf.summary.files import summarize_file
+
+    op = {"ph": "X", "cat": "cpu_op", "pid": 1, "tid": 1}
+    ar = {**op, "name": "gloo:all_reduce", "cat": "user_annotation", "tid": 2,
+          "args": {"Input Dims": [[676]], "Input type": ["float"]}}
+    events = [{**op, "name": "ProfilerStep#3", "cat": "user_annotation", "ts": 0, "dur": 200},
+              {**op, "name": "aten::addmm", "ts": 0, "dur": 50},
+              {**ar, "ts": 40, "dur": 100}, {**ar, "ts": 300, "dur": 1000}]
+    for r in (0, 1):
+        with gzip.open(tmp_path / f"rank{r}.json.gz", "wt") as f:
+            json.dump({"traceEvents": events, "distributedInfo": {"rank": r, "world_size": 2, "backend": "gloo"}}, f)
+    summary = summarize_file(str(tmp_path / "rank0.json.gz"), engine=engine).summary
+    (f,) = [f for f in advise(summary) if f.kind == "exposed_comm"]
+    assert f.saving_us_per_step == 90 and f.saving_pct_of_step == 45.0
+    assert "collectives 100 µs a step within the recorded steps" in f.evidence
+    view = cross_rank_files(sorted(str(p) for p in tmp_path.glob("rank*.json.gz")), workers=1).to_dict()
+    assert [r["exposed_comm_us"] for r in view["ranks"]] == [90, 90]
+
