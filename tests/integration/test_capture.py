@@ -194,11 +194,16 @@ def test_mlp_steps_are_whole_and_nest_with_the_calls(mlp_run):
     calls = sorted(e["ts"] for e in host if e["name"] == "forward")
     assert calls == [e["ts"] for e in steps]  # the ranges of the next step's call were dropped
     thread = [e for e in host if e["tid"] == steps[0]["tid"] and not e["name"].startswith("ProfilerStep#")]
+
+    def ns(e):  # (start, end) in integer ns: Kineto writes µs to 3 decimals, and ts + dur in floats of
+        # ~5e12 µs is off by an ulp (~0.001 µs), which once put the next step's forward 1 ns inside this one
+        return round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000)
+
     for st in steps:
-        a, b = st["ts"], st["ts"] + st["dur"]
-        crossing = [e["name"] for e in thread if e["ts"] < a < e["ts"] + e["dur"] or e["ts"] < b < e["ts"] + e["dur"]]
+        a, b = ns(st)
+        crossing = [e["name"] for e in thread if ns(e)[0] < a < ns(e)[1] or ns(e)[0] < b < ns(e)[1]]
         assert crossing == [], (st["name"], crossing)
-        inside = [e["name"] for e in thread if a <= e["ts"] and e["ts"] + e["dur"] <= b
+        inside = [e["name"] for e in thread if a <= ns(e)[0] and ns(e)[1] <= b
                   and e["name"].startswith("## inductor_perf graph=")]
         assert sorted(n.split()[3] for n in inside) == ["bwd", "fwd"], inside
     # nothing of the step before the first or after the last: every graph call lies in a step
