@@ -86,6 +86,15 @@ def _outermost_start(ranges: list[tuple[float, float, bool]], point: float, afte
     return min(starts, default=point)
 
 
+def _ns_apart(start: float, end: float) -> float:
+    """``end - start`` in µs, worked out in whole ns: Kineto's timestamps are ns written as µs with 3
+    decimals, and near 5e12 µs a float is ~0.001 µs coarse, so ``round(end - start, 3)`` can be 1 ns
+    off (...618.637 to ...992.526 gives 1373.89, not 1373.889): a step would end 1 ns after the next
+    one's first range begins, which a reader that counts in ns (Perfetto, ``ts + dur`` in ns) sees
+    as a crossing."""
+    return (round(end * 1000) - round(start * 1000)) / 1000
+
+
 def shape_window(trace: dict, *, align_to_calls: bool, drop_partial: bool) -> WindowShape:
     """Make ``trace``'s ``ProfilerStep#N`` ranges the recorded window, in place (see the module
     docstring): with ``align_to_calls`` (the env-var session, whose step boundaries are marked inside
@@ -112,7 +121,7 @@ def shape_window(trace: dict, *, align_to_calls: bool, drop_partial: bool) -> Wi
         bounds[i] = _outermost_start(ranges, point, raw[i - 1] if i else float("-inf"))
         shape.moved_boundaries.append(round(point - bounds[i], 3))
     for i, e in enumerate(steps):
-        e["ts"], e["dur"] = bounds[i], round(bounds[i + 1] - bounds[i], 3)
+        e["ts"], e["dur"] = bounds[i], _ns_apart(bounds[i], bounds[i + 1])
     # The window ends where the last step range now ends: ts + the rounded dur can lie an ulp past
     # bounds[-1] (at ~5e12 µs, in about one trace of fifteen), which would drop that step as "outside".
     shape.start_us, shape.end_us = bounds[0], max(bounds[-1], steps[-1]["ts"] + steps[-1]["dur"])

@@ -195,8 +195,8 @@ def test_mlp_steps_are_whole_and_nest_with_the_calls(mlp_run):
     assert calls == [e["ts"] for e in steps]  # the ranges of the next step's call were dropped
     thread = [e for e in host if e["tid"] == steps[0]["tid"] and not e["name"].startswith("ProfilerStep#")]
 
-    def ns(e):  # (start, end) in integer ns: Kineto writes µs to 3 decimals, and ts + dur in floats of
-        # ~5e12 µs is off by an ulp (~0.001 µs), which once put the next step's forward 1 ns inside this one
+    def ns(e):  # (start, end) in whole ns, as Kineto means them (µs to 3 decimals) and Perfetto reads
+        # them: ts + dur in floats of ~5e12 µs can be an ulp (~0.001 µs) off either way
         return round(e["ts"] * 1000), round(e["ts"] * 1000) + round(e["dur"] * 1000)
 
     for st in steps:

@@ -115,6 +115,32 @@ def test_the_last_step_stays_when_its_rounded_end_lies_past_the_window():
     assert [r.name for r in summarize(trace).steps] == ["ProfilerStep#0", "ProfilerStep#1"]
 
 
+def test_a_moved_step_ends_at_the_ns_the_next_step_begins():
+    """Kineto writes ns as µs with 3 decimals; near 5e12 µs the floats are ~0.001 µs coarse. Step 0
+    moves back to its call's start ...618.637 and step 1 to ...992.526: 1373.889 µs apart (decimal
+    subtraction by hand), while the float difference rounds to 1373.890, so step 0 would end 1 ns
+    into step 1's call (seen in a CI run: "ProfilerStep#0 crosses forward"). In whole ns, the end of
+    step 0 is the start of step 1 and of its call."""
+    a, b = 5067474120618.637, 5067474121992.526
+    assert round(b - a, 3) == 1373.89  # the float fact the case stands on
+    trace = {"traceEvents": [
+        X("ProfilerStep#0", a + 5, round(b - a, 3), cat="user_annotation"),
+        X("ProfilerStep#1", b + 5, 500.0, cat="user_annotation"),
+        X("forward", a, 100.0, cat="user_annotation"),
+        X("forward", b, 100.0, cat="user_annotation"),
+    ]}
+    shape_window(trace, align_to_calls=True, drop_partial=False)
+    steps = {e["name"]: e for e in trace["traceEvents"] if e["name"].startswith("ProfilerStep#")}
+
+    def ns(v):
+        return round(v * 1000)
+
+    s0, s1 = steps["ProfilerStep#0"], steps["ProfilerStep#1"]
+    assert (ns(s0["ts"]), ns(s1["ts"])) == (5067474120618637, 5067474121992526)
+    assert ns(s0["ts"]) + ns(s0["dur"]) == 5067474121992526  # 5067474120618637 + 1373889
+    assert s0["dur"] == 1373.889
+
+
 def test_another_threads_range_that_starts_inside_stays_when_it_ends_after_the_window():
     """gloo completes an all-reduce's future before it closes its ``gloo:all_reduce`` range, so on a
     loaded machine the step's thread can reach the next call (the window's end, 300) while the range
