@@ -8,7 +8,8 @@ kernels count one by one). Each unit gets
 
 - a phase: forward or backward (compiled kernels: their graph; eager autograd ops: the
   ``autograd::engine::evaluate_function`` events of the backward pass, and every op of the autograd
-  engine's own thread, where torch runs the backward beside a device);
+  engine's own thread, where torch runs the backward beside a device), or optimizer: whatever runs
+  inside torch.optim's ``Optimizer.step#`` / ``Optimizer.zero_grad#`` ranges;
 - a module: the innermost ``## inductor_perf module=<fqn> ##`` range around an eager op
   (:mod:`inductor_perf.comparison.eager`); for an eager backward op, the module of the forward op with the same
   autograd ``Sequence number`` (on whichever thread it ran); for a compiled kernel, its ``module_path``

@@ -14,8 +14,8 @@ from typing import Any, Callable, Sequence
 from ..errors import InductorPerfError
 from ..model import events as evs
 from ..report.text import format_comparison
-from ..model.events import NO_KEY, SPECIAL_KEYS
-from .units import OTHER_PHASE, VIEW_OPS, TraceUnits, Unit
+from ..model.events import NO_KEY, PHASE_ORDER, SPECIAL_KEYS
+from .units import VIEW_OPS, TraceUnits, Unit
 
 BY = ("module", "line", "op", "kernel")
 
@@ -84,8 +84,8 @@ def _op_groups(sides: Sequence[TraceUnits]) -> Callable[[Unit], str]:
     """A by-op key function: ops fused into one compiled kernel share a group; an eager op joins the
     group of the first op in its own call tree that a compiled kernel computes (``aten::linear`` ->
     ``aten::addmm``), so eager and compiled rows line up."""
-    finds: dict[str, _UnionFind] = {"forward": _UnionFind(), "backward": _UnionFind()}
-    universe: dict[str, set[str]] = {"forward": set(), "backward": set()}
+    finds: dict[str, _UnionFind] = defaultdict(_UnionFind)
+    universe: dict[str, set[str]] = defaultdict(set)
     for side in sides:
         for u in side.units:
             if not u.compiled:
@@ -346,13 +346,13 @@ def _finish_rows(table: dict[tuple[str, str], Row], stats: dict[tuple[Any, ...],
 
 
 def _ordered_rows(table: dict[tuple[str, str], Row], by: str) -> list[Row]:
-    phase_order = {"forward": 0, "backward": 1, OTHER_PHASE: 2}
+    phase_order = {ph: i for i, ph in enumerate(PHASE_ORDER)}
     if by in ("module", "line"):
         # Execution order (first call on side A, then B) reads like the model; special rows last.
         order = {k: n for n, k in enumerate(table)}
-        return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, 2), r.key in SPECIAL_KEYS,
+        return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, len(PHASE_ORDER)), r.key in SPECIAL_KEYS,
                                                      order[(r.phase, r.key)]))
-    return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, 2), -_rounded(max(r.a_us, r.b_us)), r.key))
+    return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, len(PHASE_ORDER)), -_rounded(max(r.a_us, r.b_us)), r.key))
 
 
 def _rounded(us: float) -> float:

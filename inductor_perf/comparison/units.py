@@ -15,14 +15,13 @@ from typing import Any, Callable, Iterable, Mapping
 
 from ..model import events as evs
 from ..model.events import GRAD_ACCUM, NO_KEY, OUTSIDE_MODEL, RUNTIME_OVERHEAD  # row labels
+from ..model.events import OPTIMIZER_PHASE, OTHER_PHASE  # phases
 from ..model.markers import MARKER_PREFIX, parse_marker
 from ..traces import files as tf
 from .eager import parse_module_range, parse_phase_range, parse_step_range
 from .kernels import (EVAL_FN, Device, Places, SideEvents, autograd_threads, clip, combine_costs, correlation_key,
                       cpu_kernels, kernel_cost, merge, ops_by_external_id)
-OTHER_PHASE = "other"
-"""The phase of a device event launched from no thread of the step, or whose launch the trace lacks
-(only kernels have it: ``by="kernel"``)."""
+_OPTIMIZER_RANGES = ("Optimizer.step#", "Optimizer.zero_grad#")
 
 _EVAL_FN = EVAL_FN
 _ACCUMULATE_GRAD = "torch::autograd::AccumulateGrad"
@@ -48,7 +47,7 @@ class Unit:
     ts: float
     dur: float
     phase: str
-    """``forward`` or ``backward``."""
+    """``forward``, ``backward`` or ``optimizer`` (:data:`~inductor_perf.model.events.PHASE_ORDER`)."""
     module: str | None
     source: str | None
     ops: tuple[str, ...]
@@ -191,7 +190,7 @@ class _Scope:
     module: str | None = None
     """The innermost ``## inductor_perf module=`` range (eager runs)."""
     phase: str | None = None
-    """The innermost phase range: forward, loss or backward."""
+    """The innermost phase range: forward, loss or backward; ``optimizer`` inside torch.optim's ranges."""
     graph: str | None = None
     """``fwd`` / ``bwd`` inside a compiled-graph marker."""
     in_compiled: bool = False
@@ -245,6 +244,8 @@ class _UnitCollector:
         self.markers: Places[str] = Places()
         """Each compiled-graph marker by its thread and interval, with its phase: a CUDA graph's
         replay (``cudaGraphLaunch``) sits in one outside any op."""
+        self.optimizer: Places[bool] = Places()
+        """torch.optim's ranges by thread and interval: a launch there in no op is the optimizer's."""
 
     def _add(self, u: Unit) -> None:
         self.units.append(u)
@@ -253,7 +254,10 @@ class _UnitCollector:
     def visit(self, n: _Node, scope: _Scope) -> None:
         name: str = n.ev["name"]
         cat = evs.category(n.ev)
-        if n.ours:  # a container: our ranges, markers, profiler steps, and the events around them
+        if name.startswith(_OPTIMIZER_RANGES):  # torch.optim's annotation (around a compiled step too)
+            scope = dataclasses.replace(scope, phase=OPTIMIZER_PHASE, in_model=False)
+            self.optimizer.add(self.thread, n.ts, n.end - n.ts, True)
+        elif n.ours:  # a container: our ranges, markers, profiler steps, and the events around them
             scope = self._enter(n, name, cat, scope)
         elif cat in evs.CPU_OP_CATS:
             self._unit(n, name, scope)
@@ -275,7 +279,8 @@ class _UnitCollector:
             parsed = parse_marker(name)
             scope = dataclasses.replace(scope, graph=("bwd" if parsed[1] else "fwd") if parsed else "fwd")
             self.compiled_trace = True
-            self.markers.add(self.thread, n.ts, n.end - n.ts, "backward" if scope.graph == "bwd" else "forward")
+            self.markers.add(self.thread, n.ts, n.end - n.ts, OPTIMIZER_PHASE if scope.phase == OPTIMIZER_PHASE
+                             else "backward" if scope.graph == "bwd" else "forward")
         elif n.marker and cat in evs.CPU_OP_CATS and not _is_ours(name):
             scope = dataclasses.replace(scope, in_compiled=True)  # Torch-Compiled Region, CompiledFunction[Backward], ...
         return scope
@@ -285,7 +290,9 @@ class _UnitCollector:
         subtree = _names(n)
         self.all_names.update(subtree)
         is_bwd_event = name.startswith(_EVAL_FN)
-        if scope.graph is not None:
+        if scope.phase == OPTIMIZER_PHASE:  # a compiled optimizer's graph too
+            unit_phase = OPTIMIZER_PHASE
+        elif scope.graph is not None:
             unit_phase = "backward" if scope.graph == "bwd" else "forward"
         elif scope.phase is not None:
             unit_phase = "backward" if scope.phase == "backward" else "forward"
@@ -462,7 +469,7 @@ def _kernel_units(got: SideEvents, by_ext: Mapping[Any, tuple[Any, Any, float]],
     unit whose device events carry FLOPs takes their sum (and their peak share); a compiled one
     without a module of its own takes its kernels' (augmented GPU traces carry them on the device
     events)."""
-    places, markers = collector.places.freeze(), collector.markers.freeze()
+    places, markers, optimizer = collector.places.freeze(), collector.markers.freeze(), collector.optimizer.freeze()
     out: list[Unit] = []
     unlinked: list[tuple[float, float]] = []
     if not got.device:
@@ -491,7 +498,8 @@ def _kernel_units(got: SideEvents, by_ext: Mapping[Any, tuple[Any, Any, float]],
             # kernels from its annotation: a kernel of the phase there
             if want:
                 phase = markers.at(thread, place[2])  # type: ignore[index]
-                default = "backward" if thread in autograd else "forward"
+                default = (OPTIMIZER_PHASE if optimizer.at(thread, place[2])  # type: ignore[index]
+                           else "backward" if thread in autograd else "forward")
                 out.append(_kernel_of(name, args, ts, dur, Unit("", ts, dur, phase or default,
                                                                 RUNTIME_OVERHEAD if phase else OUTSIDE_MODEL, None, (),
                                                                 phase is not None)))

@@ -162,6 +162,14 @@ NO_HOST_EVENT = "(no host event)"
 LAUNCHER_UNKNOWN = "(launching thread unknown)"
 """Idle time before a kernel whose launching thread the trace does not say (the idle table)."""
 # Comparison (eager vs compiled, trace vs trace).
+OPTIMIZER_PHASE = "optimizer"
+"""The phase of the work inside torch.optim's own ranges (``Optimizer.step#SGD.step``,
+``Optimizer.zero_grad#...``: every optimizer's ``step`` and ``zero_grad`` record one)."""
+OTHER_PHASE = "other"
+"""The phase of a device event launched from no thread of the step, or whose launch the trace lacks
+(only kernels have it: ``by="kernel"``)."""
+PHASE_ORDER = ("forward", "backward", OPTIMIZER_PHASE, OTHER_PHASE)
+"""A comparison's phases in the order of a step: its rows, tables and page list them so."""
 UNATTRIBUTED = "(unattributed)"
 """The row of step time that no op or kernel covers (Python between ops, hooks, the profiler)."""
 OUTSIDE_MODEL = "(outside model)"

@@ -139,30 +139,18 @@ def uncharted_table(views: Sequence[KernelView], *, table_id: str = "not-charted
 
 
 def comparison_html(c: Any) -> str:
-    """The compiled-vs-eager (or trace-vs-trace) comparison: one table per phase, the totals and the
-    fusion map, as :func:`inductor_perf.report.text.format_comparison` lays them out."""
+    """The compiled-vs-eager (or trace-vs-trace) comparison as :func:`inductor_perf.report.text.format_comparison`
+    lays it out, from the same lines and tables: the step times, one table per phase, the totals,
+    the fusion map and the notes."""
     a, b = c.a, c.b
     short = ("eager", "compiled") if (a.label, b.label) == ("eager", "compiled") else ("A", "B")
-    out = [f"<h2>Comparison: {esc(a.label)} vs {esc(b.label)}, by {esc(c.by)}</h2>",
-           f"<p>Step time (profiled, mean of {a.steps} / {b.steps} steps): {esc(short[0])} "
-           f"{esc(rp.fmt_time_us(a.step_us))}, {esc(short[1])} {esc(rp.fmt_time_us(b.step_us))}, speedup "
-           f"{esc(rp._speedup(c.speedup))}. Rows: {esc(c.rows_are)}.</p>"]
-    fusion: list[str] = []
-    for phase in ("forward", "backward"):
-        rows = [r for r in c.rows if r.phase == phase]
-        if not rows:
-            continue
-        cells = [[r.key or evs.ROOT_MODULE, rp.fmt_time_us(r.a_us), rp.fmt_time_us(r.b_us), rp._speedup(r.speedup),
-                  rp._count(r.a_count), rp._count(r.b_count), rp.fmt_si(r.flops), rp.fmt_pct(r.achieved_pct)]
-                 for r in rows]
-        fusion += [f"[{phase}] {r.key or evs.ROOT_MODULE}: " + "; ".join(r.fusion) for r in rows if r.fusion]
-        ta, tb = c.phase_total(phase)
-        cells.append([f"{phase} total", rp.fmt_time_us(ta), rp.fmt_time_us(tb),
-                      rp._speedup(ta / tb if ta > 0 and tb > 0 else None), "", "", "", ""])
-        out.append(table(phase.capitalize(), [c.by.capitalize(), short[0], short[1], "Speedup", "A calls",
-                                              "B calls", "FLOP", "Peak"], cells, list("lrrrrrrr")))
+    head = rp._comparison_head(c, short, False)[2:]  # the text's lines less its title and underline
+    out = [f"<h2>Comparison: {esc(a.label)} vs {esc(b.label)}, by {esc(c.by)}</h2>"]
+    out += [f"<p>{esc(line)}</p>" for line in head]
+    tables, fusion = rp.comparison_tables(c, short)
+    out += [table(title, headers, cells, list(align)) for title, headers, cells, align in tables]
     if fusion:
-        out.append("<h3>Fusion map (eager ops → compiled kernel)</h3><ul class='fusion'>"
+        out.append("<h3>Fusion map (eager ops → compiled kernel, longest first)</h3><ul class='fusion'>"
                    + "".join(f"<li>{esc(f)}</li>" for f in fusion) + "</ul>")
     if c.notes:
         out.append("<ul class='notes'>" + "".join(f"<li>{esc(n)}</li>" for n in c.notes) + "</ul>")

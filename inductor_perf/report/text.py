@@ -474,10 +474,7 @@ def format_comparison(c: Any, fmt: str = "text") -> str:
         return json.dumps(c.to_dict(), indent=2, allow_nan=False)
     a, b = c.a, c.b
     short = ("eager", "compiled") if (a.label, b.label) == ("eager", "compiled") else ("A", "B")
-    out = _comparison_head(c, short, fmt == "markdown")
-    phases, fusion_lines = _comparison_phases(c, short, fmt)
-    out += phases
-    out += _comparison_tail(c, short, fmt, fusion_lines)
+    out = _comparison_head(c, short, fmt == "markdown") + _comparison_body(c, short, fmt)
     return "\n".join(out) + "\n"
 
 
@@ -520,19 +517,23 @@ def _time_text(c: Any) -> str:
     return f"A: {words[c.a.time]}, B: {words[c.b.time]}"
 
 
-_PHASE_TITLES = {"other": "Other (device events launched from no thread of the step, or whose launch the trace lacks)"}
+_PHASE_TITLES = {"optimizer": "Optimizer (torch.optim's step and zero_grad)",
+                 "other": "Other (device events launched from no thread of the step, or whose launch the trace lacks)"}
 
 
-def _comparison_phases(c: Any, short: tuple[str, str], fmt: str) -> tuple[list[str], list[str]]:
-    """One table per phase (rows and the phase total), and the fusion map lines of its rows."""
-    md = fmt == "markdown"
+def comparison_tables(c: Any, short: tuple[str, str]) -> tuple[list[tuple[str, list[str], list[list[str]], str]],
+                                                               list[str]]:
+    """The comparison's tables, cells in display units, as text, markdown and the page show them:
+    ([(title, headers, cells, align)]: one per phase, its rows and the phase total, then the totals
+    per step (rows - the time rows ran beside each other + unattributed = measured step time, on
+    each side)), and the fusion map lines."""
     kernels = c.by == "kernel"
     headers = ["Module" if c.by == "module" else c.by.capitalize(), short[0], short[1], "Speedup",
                "Ops" if not (c.a.compiled or kernels) else f"{short[0]} calls",
                "Kernels" if c.b.compiled and not kernels else f"{short[1]} calls", "FLOP", "Peak"]
-    out: list[str] = []
+    tables: list[tuple[str, list[str], list[list[str]], str]] = []
     fusion_lines: list[str] = []
-    for phase in ("forward", "backward", "other"):
+    for phase in evs.PHASE_ORDER:
         rows = [r for r in c.rows if r.phase == phase]
         if not rows:
             continue
@@ -547,16 +548,7 @@ def _comparison_phases(c: Any, short: tuple[str, str], fmt: str) -> tuple[list[s
         ta, tb = c.phase_total(phase)
         cells.append([f"{phase} total", fmt_time_us(ta), fmt_time_us(tb),
                       _speedup(ta / tb if ta > 0 and tb > 0 else None), "", "", "", ""])
-        title = _PHASE_TITLES.get(phase, phase.capitalize())
-        out += ["", f"### {title}", ""] if md else ["", title]
-        out.append(render_table(headers, cells, fmt, align=list("lrrrrrrr")))
-    return out, fusion_lines
-
-
-def _comparison_tail(c: Any, short: tuple[str, str], fmt: str, fusion_lines: list[str]) -> list[str]:
-    """Totals per step (rows - the time rows ran beside each other + unattributed = measured step
-    time, on each side), fusion map, notes."""
-    md = fmt == "markdown"
+        tables.append((_PHASE_TITLES.get(phase, phase.capitalize()), headers, cells, "lrrrrrrr"))
     a, b = c.a, c.b
     tot = [["rows (all phases)", fmt_time_us(a.attributed_us), fmt_time_us(b.attributed_us)]]
     if a.overlap_us > 0 or b.overlap_us > 0:
@@ -566,8 +558,18 @@ def _comparison_tail(c: Any, short: tuple[str, str], fmt: str, fusion_lines: lis
     tot += [[f"{evs.UNATTRIBUTED}: " + " / ".join(dict.fromkeys(what[t] for t in (a.time, b.time))),
              fmt_time_us(a.unattributed_us), fmt_time_us(b.unattributed_us)],
             ["measured step time", fmt_time_us(a.step_us), fmt_time_us(b.step_us)]]
-    out = ["", "### Totals", ""] if md else ["", "Totals (per step)"]
-    out.append(render_table(["", short[0], short[1]], tot, fmt, align=list("lrr")))
+    tables.append(("Totals (per step)", ["", short[0], short[1]], tot, "lrr"))
+    return tables, fusion_lines
+
+
+def _comparison_body(c: Any, short: tuple[str, str], fmt: str) -> list[str]:
+    """The tables (:func:`comparison_tables`), fusion map and notes, as text or markdown."""
+    md = fmt == "markdown"
+    tables, fusion_lines = comparison_tables(c, short)
+    out: list[str] = []
+    for title, headers, cells, align in tables:
+        out += ["", f"### {title}", ""] if md else ["", title]
+        out.append(render_table(headers, cells, fmt, align=list(align)))
     if fusion_lines:
         out += ["", "### Fusion map", ""] if md else ["", "Fusion map (eager ops → compiled kernel, longest first)"]
         out += [("- " if md else "  ") + line for line in fusion_lines]
