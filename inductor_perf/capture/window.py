@@ -87,12 +87,15 @@ def _outermost_start(ranges: list[tuple[float, float, bool]], point: float, afte
 
 
 def _ns_apart(start: float, end: float) -> float:
-    """``end - start`` in µs, worked out in whole ns: Kineto's timestamps are ns written as µs with 3
-    decimals, and near 5e12 µs a float is ~0.001 µs coarse, so ``round(end - start, 3)`` can be 1 ns
-    off (...618.637 to ...992.526 gives 1373.89, not 1373.889): a step would end 1 ns after the next
-    one's first range begins, which a reader that counts in ns (Perfetto, ``ts + dur`` in ns) sees
-    as a crossing."""
-    return (round(end * 1000) - round(start * 1000)) / 1000
+    """A duration for a range from ``start`` to ``end`` (µs) that no reader sees past ``end``. Kineto's
+    timestamps are whole ns written as µs with 3 decimals, and near 5e12 µs a float is ~0.001 µs
+    coarse, so ``round(end - start, 3)`` can be 1 ns long (...618.637 to ...992.526 gives 1373.89,
+    not 1373.889): the step would end 1 ns into the next one's first range, a crossing for a reader
+    that counts in ns (Perfetto). The difference in whole ns is exact there, but in floats
+    ``start + it`` can still pass ``end`` by an ulp (a reader that adds floats, as ours and pandas
+    do, would nest the next step in this one); then the range ends 1 ns earlier."""
+    ns = round(end * 1000) - round(start * 1000)
+    return ns / 1000 if start + ns / 1000 <= end else (ns - 1) / 1000
 
 
 def shape_window(trace: dict, *, align_to_calls: bool, drop_partial: bool) -> WindowShape:
@@ -122,9 +125,8 @@ def shape_window(trace: dict, *, align_to_calls: bool, drop_partial: bool) -> Wi
         shape.moved_boundaries.append(round(point - bounds[i], 3))
     for i, e in enumerate(steps):
         e["ts"], e["dur"] = bounds[i], _ns_apart(bounds[i], bounds[i + 1])
-    # The window ends where the last step range now ends: ts + the rounded dur can lie an ulp past
-    # bounds[-1] (at ~5e12 µs, in about one trace of fifteen), which would drop that step as "outside".
-    shape.start_us, shape.end_us = bounds[0], max(bounds[-1], steps[-1]["ts"] + steps[-1]["dur"])
+    # ts + dur of the last step never passes bounds[-1] (_ns_apart), so no step lies "outside".
+    shape.start_us, shape.end_us = bounds[0], bounds[-1]
     before = len(events)
     events[:] = _inside(events, shape.start_us, shape.end_us, (steps[0].get("pid"), steps[0].get("tid")))
     shape.dropped_events = before - len(events)

@@ -138,7 +138,26 @@ def test_a_moved_step_ends_at_the_ns_the_next_step_begins():
     s0, s1 = steps["ProfilerStep#0"], steps["ProfilerStep#1"]
     assert (ns(s0["ts"]), ns(s1["ts"])) == (5067474120618637, 5067474121992526)
     assert ns(s0["ts"]) + ns(s0["dur"]) == 5067474121992526  # 5067474120618637 + 1373889
-    assert s0["dur"] == 1373.889
+    assert s0["dur"] == 1373.889 and s0["ts"] + s0["dur"] <= s1["ts"]
+
+
+def test_a_moved_step_ends_1_ns_early_where_float_addition_would_pass_the_next_step():
+    """The other side of the same coarseness: ...777.524 + 1204.439 (their exact distance: decimal
+    subtraction by hand) adds up, in floats, to one ulp past ...981.963, so a reader that adds floats
+    would nest step 1 in step 0. The step then ends 1 ns before the next begins, and crosses nothing
+    in either reading."""
+    a, b = 5067474128777.524, 5067474129981.963
+    assert a + 1204.439 > b  # the float fact the case stands on
+    trace = {"traceEvents": [
+        X("ProfilerStep#0", a + 5, 1204.439, cat="user_annotation"),
+        X("ProfilerStep#1", b + 5, 500.0, cat="user_annotation"),
+        X("forward", a, 100.0, cat="user_annotation"),
+        X("forward", b, 100.0, cat="user_annotation"),
+    ]}
+    shape_window(trace, align_to_calls=True, drop_partial=False)
+    s0, s1 = sorted((e for e in trace["traceEvents"] if e["name"].startswith("ProfilerStep#")), key=lambda e: e["ts"])
+    assert s0["dur"] == 1204.438 and s0["ts"] + s0["dur"] <= s1["ts"] == b
+    assert round(s0["ts"] * 1000) + round(s0["dur"] * 1000) == round(b * 1000) - 1
 
 
 def test_another_threads_range_that_starts_inside_stays_when_it_ends_after_the_window():
