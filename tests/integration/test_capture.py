@@ -339,7 +339,7 @@ TIMED_SCRIPT = textwrap.dedent('''
     for _ in range(7):
         starts.append(time.perf_counter())  # the script's own clock, at the top of each step
         f(x).sum().backward()
-        time.sleep(0.03 if len(starts) == 2 else 0.01)  # step 2 (the last before the profiler): 30 ms
+        time.sleep(0.06 if len(starts) == 2 else 0.01)  # step 2 (the last before the profiler): 60 ms
     print("RESULT " + json.dumps({"steps_us": [(b - a) * 1e6 for a, b in zip(starts, starts[1:])]}))
 ''')
 
@@ -347,7 +347,10 @@ TIMED_SCRIPT = textwrap.dedent('''
 def test_the_trace_records_the_step_without_the_profiler(tmp_path):
     """SKIP=3: step 1 compiles, step 2 runs without the profiler, step 3 starts it. The trace records
     step 2's time (``unprofiled_step_us``), which the script times itself from the top of its loop: the
-    two clocks differ only by the Python between the loop's top and the compiled call (< 1 ms)."""
+    two clocks differ only by the Python between the loop's top and the compiled call, well under 1 ms
+    on an idle machine; on a loaded one (CI runs two torch tiers at once on 2 cores) a preemption there
+    added 4.2 ms once. The bar, 10 ms, still tells step 2 (60 ms of sleep) from its neighbours (10 ms
+    of sleep; step 1 compiles, seconds)."""
     _, result = _run(TIMED_SCRIPT, {"INDUCTOR_PERF_TRACE_DIR": str(tmp_path), "INDUCTOR_PERF_SKIP": "3",
                                     "INDUCTOR_PERF_STEPS": "2"}, str(tmp_path))
     (trace,) = glob.glob(str(tmp_path / "*.trace.json.gz"))
@@ -357,8 +360,8 @@ def test_the_trace_records_the_step_without_the_profiler(tmp_path):
     # for the array's end, and the record's lists of objects there would stop it)
     assert list(written)[0] == "inductor_perf" and list(written).index("traceEvents") > 0
     script_step2 = result["steps_us"][1]
-    assert record["unprofiled_steps"] == 1 and script_step2 >= 30e3
-    assert abs(record["unprofiled_step_us"] - script_step2) < 1e3, (record["unprofiled_step_us"], result)
+    assert record["unprofiled_steps"] == 1 and script_step2 >= 60e3
+    assert abs(record["unprofiled_step_us"] - script_step2) < 10e3, (record["unprofiled_step_us"], result)
 
 
 def test_two_runs_do_not_clobber(tmp_path):
