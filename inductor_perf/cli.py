@@ -141,9 +141,11 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", help="output path (default: <input stem>.report.html beside the input)")
     p.set_defaults(func=_cmd_report)
     p = sub.add_parser("diff", help="compare two traces (eager vs compiled, or two compiled runs)")
-    p.add_argument("a")
-    p.add_argument("b")
-    p.add_argument("--by", choices=("module", "line", "op", "kernel"), default="module")
+    p.add_argument("a", help="baseline trace (.json or .json.gz: eager, or a compiled run)")
+    p.add_argument("b", help="trace to compare with it; speedup = A's time / B's, row by row")
+    p.add_argument("--by", choices=("module", "line", "op", "kernel"), default="module",
+                   help="what rows are: nn.Module path (default), source line, eager op group, or kernel "
+                        "name (two compiled runs of the same code)")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--engine", choices=ENGINES, default="auto",
                    help="stream: read each trace in windows, two large ones at once (two processes); "
@@ -287,7 +289,8 @@ def _cmd_diff(args: argparse.Namespace) -> int:
 def _add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="profile eager and compiled runs of a model file and compare them module by module")
     p.add_argument("file", help="Python file defining make_model() and make_inputs()")
-    p.add_argument("--by", choices=("module", "line", "op"), default="module")
+    p.add_argument("--by", choices=("module", "line", "op"), default="module",
+                   help="what rows are: nn.Module path (default), source line or eager op group")
     p.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     p.add_argument("--no-backward", action="store_true", help="forward only")
     p.add_argument("--steps", type=int, default=3, help="profiled steps per side (default 3)")
