@@ -240,6 +240,12 @@ class Comparison:
     def to_markdown(self) -> str:
         return format_comparison(self, "markdown")
 
+    def _repr_html_(self) -> str:
+        """A notebook cell shows the comparison as the report page does (the text's lines and tables)."""
+        from ..report.html_tables import comparison_html
+
+        return comparison_html(self)
+
     def format(self, fmt: str) -> str:
         """``text``, ``markdown`` or ``json``."""
         if fmt == "json":

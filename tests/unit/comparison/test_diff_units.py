@@ -139,6 +139,7 @@ def test_the_page_shows_the_comparison_as_the_text_does():
         for r in c.rows:
             assert f">{html.escape(fmt_time_us(r.a_us))}<" in page
         assert f">{html.escape(fmt_time_us(c.a.unattributed_us))}<" in page
+        assert c._repr_html_() == page  # a notebook cell shows the same
 
 
 def test_flop_and_peak_come_from_the_launched_kernels_by_hand():
