@@ -196,7 +196,7 @@ def find_memcpy(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]
     for source, count, total in sites:
         where = f" at {source}" if source else ""
         line = ("" if source else " Which line made them is not in the trace (our capture's range around "
-                ".to()/.cuda() names it on Python 3.12+, as does with_stack=True).")
+                ".to()/.cuda()/.copy_() names it on Python 3.12+, as does with_stack=True).")
         out.append(finding(
             "memcpy", f"{count} host-to-device copies from pageable memory{where} take "
             f"{us(step.per_step(total))} a step", total, step,
@@ -205,5 +205,5 @@ def find_memcpy(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]
             "compute, so its time leaves the step (an upper bound when the next kernel needs the data at once)."
             + line,
             "pin the host tensors (DataLoader(pin_memory=True) or tensor.pin_memory()) and copy with "
-            ".to(device, non_blocking=True)", source=source))
+            ".to(device, non_blocking=True) (or dst.copy_(src, non_blocking=True))", source=source))
     return out

@@ -1,6 +1,6 @@
 """Marks, while a capture records a GPU, each of the user's calls that can wait for the device
 (``.item()``, ``.cpu()``, ``.tolist()``, ``nonzero``, ``float(t)``, ...) and each host-to-device copy
-call (``.to()``, ``.cuda()`` of a host tensor) with a profiler range naming the user's line
+call (``.to()``, ``.cuda()`` of a host tensor, ``dst.copy_(src)``) with a profiler range naming the user's line
 (:func:`inductor_perf.model.markers.call_marker_name`). A sync outside compiled code (``loss.item()``
 in the training loop) or a pageable copy (``batch.cuda()``) then has its own line in the trace without
 ``with_stack=True``, which records every Python call and slows the profiled steps.
@@ -34,17 +34,21 @@ log = logging.getLogger(__name__)
 TOOL_IDS = (4, 3)
 """The sys.monitoring tool ids that Python names for no kind of tool (0 debugger, 1 coverage,
 2 profiler, 5 optimizer): the first free one is ours for the capture."""
-TENSOR_CALLS = ("item", "tolist", "cpu", "numpy", "nonzero", "to", "masked_select", "equal", "allclose",
+TENSOR_CALLS = ("item", "tolist", "cpu", "numpy", "nonzero", "to", "copy_", "masked_select", "equal", "allclose",
                 "__bool__", "__int__", "__float__")
 """Tensor methods that copy to the host or need a value from it (a GPU tensor's call waits for the device)."""
 TORCH_CALLS = ("nonzero", "masked_select", "equal", "allclose", "argwhere")
 """``torch.<name>`` functions that need a size or a value from the device."""
 BUILTIN_CALLS = (bool, int, float)
 """``float(loss)`` and the like: a sync only when the argument is a GPU tensor."""
-COPY_CALLS = ("to", "cuda")
+COPY_CALLS = ("to", "cuda", "copy_")
 """Tensor methods that copy a host tensor to the GPU (from pageable memory unless it is pinned): marked
 for a tensor on the host as well, so that the summary gives a pageable copy its line. (``cuda`` of a
-GPU tensor copies nothing: not marked.)"""
+GPU tensor copies nothing: not marked.) ``dst.copy_(src)`` is marked whatever ``dst`` is, as the
+call shows only it: into a GPU tensor (a host-to-device copy: the static inputs of a CUDA graph are
+filled so) or out of one into a host tensor (a device-to-host copy, which waits for the device);
+a host-to-host or device-to-device one gets a range that holds no copy or sync, which the summary
+never names."""
 _OUR_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 

@@ -215,7 +215,8 @@ print("JSON:" + json.dumps({"ok": True}))
 def test_env_var_capture_gives_a_sync_outside_compiled_code_its_line(tmp_path) -> None:
     """``loss.item()`` in the training loop, outside compiled code: on Python 3.12+ the capture's call
     marker (capture/sync_calls.py) gives the sync finding that line; before 3.12 its line is unknown.
-    Likewise the pageable copy of ``host.cuda()`` and its memcpy finding. The expected lines are read
+    Likewise the pageable copies of ``host.cuda()`` and ``static.copy_(host)`` and their memcpy
+    findings, one a line. The expected lines are read
     from the script's text; after the window the sys.monitoring tool is free."""
     import gzip
     import json
@@ -228,11 +229,13 @@ import json, sys, torch
 torch.manual_seed(0)
 m = torch.nn.Sequential(*[torch.nn.Linear(256, 256) for _ in range(8)]).cuda()
 host = torch.randn(32, 256)
+static = torch.empty(32, 256, device="cuda")
 c = torch.compile(m, backend="inductor_perf")
 opt = torch.optim.SGD(m.parameters(), lr=1e-3)
 for _ in range(10):
     x = host.cuda()  # the planted pageable copy
-    loss = c(x).square().mean()
+    static.copy_(host)  # the planted copy into a static buffer
+    loss = c(x + static).square().mean()
     loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=True)
@@ -243,6 +246,7 @@ print("JSON:" + json.dumps({"tools": [mon.get_tool(t) for t in (3, 4)] if mon el
 """
     line = 1 + code.splitlines().index("    value = loss.item()  # the planted sync")
     copy_line = 1 + code.splitlines().index("    x = host.cuda()  # the planted pageable copy")
+    static_line = 1 + code.splitlines().index("    static.copy_(host)  # the planted copy into a static buffer")
     got = run_child(code, env={"INDUCTOR_PERF_TRACE_DIR": str(tmp_path)})
     assert got["tools"] == ([None, None] if sys.version_info >= (3, 12) else [])
     (summary,) = tmp_path.glob("*.summary.json")
@@ -257,7 +261,8 @@ print("JSON:" + json.dumps({"tools": [mon.get_tool(t) for t in (3, 4)] if mon el
     if sys.version_info >= (3, 12):
         assert marker in names
         assert f"<string>:{line}" in [f["source"] for f in syncs], [f["title"] for f in syncs]
-        assert [f["source"] for f in copies] == [f"<string>:{copy_line}"], [f["title"] for f in copies]
+        assert sorted(f["source"] for f in copies) == sorted(f"<string>:{n}" for n in (copy_line, static_line)), \
+            [f["title"] for f in copies]
     else:
         assert marker not in names and None in [f["source"] for f in syncs]
         assert [f["source"] for f in copies] == [None]

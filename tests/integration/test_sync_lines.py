@@ -117,7 +117,9 @@ marks = SyncCalls(on_device=tensor_on("meta"), record=recorder("copies"))
 assert marks.start()
 for _ in range(3):
     batch = torch.randn(4, 8).to(torch.float64)  # MARK-copy
-    loss = g(batch).sum()
+    staged = torch.empty(4, 8, dtype=torch.float64)
+    staged.copy_(batch)  # MARK-copy_
+    loss = g(staged).sum()
     value = loss.item()  # a host tensor's .item(): no copy, no range
 marks.stop()
 print("JSON:" + json.dumps(seen))
@@ -143,9 +145,11 @@ def test_a_call_in_compiled_code_gets_no_range(marks_run):
 
 
 def test_a_host_tensors_copy_call_gets_a_range(marks_run):
-    """``.to()`` of a host tensor (``batch.to(device)`` copies it to the GPU; here to float64) gets a range
-    naming its line, so a pageable copy it starts has that line; the host tensor's ``.item()`` and the
-    compile's own ``.to()`` calls get none."""
+    """``.to()`` of a host tensor (``batch.to(device)`` copies it to the GPU; here to float64) and
+    ``staged.copy_(batch)`` (a CUDA graph's static input filled from the host; here a host buffer) get
+    a range naming their lines, so a pageable copy they start has that line; the host tensor's
+    ``.item()`` and the compile's own ``.to()`` calls get none."""
     from inductor_perf.model.markers import call_marker_name
 
-    assert marks_run["copies"] == [call_marker_name("to", _line(MARKS, "copy"))] * 3
+    assert marks_run["copies"] == [call_marker_name("to", _line(MARKS, "copy")),
+                                   call_marker_name("copy_", _line(MARKS, "copy_"))] * 3

@@ -156,11 +156,14 @@ def test_torchs_callables_are_the_ones_a_call_reports():
     marks._torch_defaults()
     p = torch.nn.Parameter(torch.ones(2))
     for call, name in ((type(p).item, "item"), (torch.Tensor.cpu, "cpu"), (type(p).tolist, "tolist"),
-                       (torch.nonzero, "nonzero"), (float, "float"), (type(p).to, "to"), (torch.Tensor.cuda, "cuda")):
+                       (torch.nonzero, "nonzero"), (float, "float"), (type(p).to, "to"), (torch.Tensor.cuda, "cuda"),
+                       (type(p).copy_, "copy_")):
         assert marks.names[id(call)] == name
     assert not marks.on_device(torch.ones(1)) and not marks.on_device(3.0)
-    # host-to-device copies: .to() of a host or a GPU tensor (a copy either way), .cuda() of a host one only
-    assert marks.copies == {id(torch.Tensor.to), id(torch.Tensor.cuda)} and marks.host_only == {id(torch.Tensor.cuda)}
+    # host-to-device copies: .to() of a host or a GPU tensor (a copy either way), .cuda() of a host one
+    # only, copy_ into (or out of) a tensor wherever it is
+    assert marks.copies == {id(torch.Tensor.to), id(torch.Tensor.cuda), id(torch.Tensor.copy_)}
+    assert marks.host_only == {id(torch.Tensor.cuda)}
     assert marks.on_host(p) and not marks.on_host(3.0)
     assert marks.record is torch._C._profiler._RecordFunctionFast
     if sys.version_info < (3, 12):
