@@ -353,12 +353,15 @@ def _finish_rows(table: dict[tuple[str, str], Row], stats: dict[tuple[Any, ...],
 
 def _ordered_rows(table: dict[tuple[str, str], Row], by: str) -> list[Row]:
     phase_order = {ph: i for i, ph in enumerate(PHASE_ORDER)}
+
+    def phase(r: Row) -> int:
+        return phase_order.get(r.phase, len(PHASE_ORDER))
+
     if by in ("module", "line"):
         # Execution order (first call on side A, then B) reads like the model; special rows last.
         order = {k: n for n, k in enumerate(table)}
-        return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, len(PHASE_ORDER)), r.key in SPECIAL_KEYS,
-                                                     order[(r.phase, r.key)]))
-    return sorted(table.values(), key=lambda r: (phase_order.get(r.phase, len(PHASE_ORDER)), -_rounded(max(r.a_us, r.b_us)), r.key))
+        return sorted(table.values(), key=lambda r: (phase(r), r.key in SPECIAL_KEYS, order[(r.phase, r.key)]))
+    return sorted(table.values(), key=lambda r: (phase(r), -_rounded(max(r.a_us, r.b_us)), r.key))
 
 
 def _rounded(us: float) -> float:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import text as rp
-from ..model import events as evs
 from ..model.kernel_names import readable_names
 
 NAME_WIDTH = 64
