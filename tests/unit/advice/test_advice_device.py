@@ -158,4 +158,3 @@ def test_a_ranks_exposed_comm_counts_the_steps_as_the_cross_rank_view_does(tmp_p
     assert "collectives 100 µs a step within the recorded steps" in f.evidence
     view = cross_rank_files(sorted(str(p) for p in tmp_path.glob("rank*.json.gz")), workers=1).to_dict()
     assert [r["exposed_comm_us"] for r in view["ranks"]] == [90, 90]
-
