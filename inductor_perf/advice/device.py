@@ -8,7 +8,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
-from ..model.kernel_kinds import KIND_COLLECTIVE, KIND_MEMCPY, KIND_MEMSET
+from ..model.kernel_kinds import KIND_COLLECTIVE, KIND_CONV, KIND_MEMCPY, KIND_MEMSET, name_kind, op_kind
 from .finding import Finding
 from .host import finding, unfused_optimizer
 from .per_step import Step, us
@@ -50,9 +50,11 @@ def roof_caveat(summary: Any) -> str:
             "measures them (docs/advisor.md, Calibration).")
 
 
-def _is_conv(name: str) -> bool:
-    low = name.lower()
-    return "conv" in low or "fprop" in low or "dgrad" in low or "wgrad" in low
+def _is_conv(kind: str, name: str) -> bool:
+    """A convolution by its kind, the op it is (``aten::convolution`` on a CPU trace) or the exact tokens
+    of a library kernel's name (``sm90_xmma_fprop_implicit_gemm``): never by substrings, which would take
+    cuDNN's flash-attention kernels (``..._sdpa_..._flash_fprop_...``) for one."""
+    return KIND_CONV in (kind, op_kind(name), name_kind(name))
 
 
 def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Finding]:
@@ -77,7 +79,7 @@ def find_headroom(record: Mapping[str, Any] | None, summary: Any) -> list[Findin
         g.now += now
         g.at_roof += now * p.pct_of_roof / 100.0
         g.names += 1
-        g.conv = g.conv or _is_conv(r.name)
+        g.conv = g.conv or _is_conv(r.kind, r.name)
         if r.module_path:
             g.modules[r.module_path] = g.modules.get(r.module_path, 0.0) + now
     out = []

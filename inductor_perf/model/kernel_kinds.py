@@ -127,6 +127,10 @@ _MM_TOKENS = frozenset({"cutlass", "xmma", "cublas", "cublaslt", "hipblaslt", "r
                         "gemv", "gemm"})
 _CONV_TOKENS = frozenset({"fprop", "dgrad", "wgrad", "convolve", "conv2d", "conv3d", "convolution"})
 _NOT_CONV_CUDNN = frozenset({"bn", "batchnorm", "norm", "rnn", "lstm", "gru", "softmax", "dropout"})
+# cuDNN's fused attention (SDPA): its generated kernels (``cudnn_generated_fort_native_sdpa_sm90_flash_fprop_...``)
+# and the helpers of its backward in ``cudnn::fusion`` (``compute_dot_do_o_specialized``, the rowsum of dO x O;
+# ``convert_dq_to_16bits``; ``fmha_reduce_head``), as recorded on H100 / H200 traces.
+_CUDNN_ATTENTION = frozenset({"sdpa", "mha", "attention", "attn", "fusion"})
 
 
 def name_kind(name: str) -> str | None:
@@ -138,6 +142,8 @@ def name_kind(name: str) -> str | None:
     'collective'
     >>> name_kind("sm80_xmma_fprop_implicit_gemm_tf32f32"), name_kind("fused_convolution_relu_0")
     ('conv', None)
+    >>> name_kind("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*)")
+    'attention'
     """
     from .kernel_names import strip_args
 
@@ -147,12 +153,15 @@ def name_kind(name: str) -> str | None:
     # fbgemm is a library of embedding and quantization kernels, not GEMMs alone.
     tokens = [t.lower() for i in idents for t in i.split("_") if t and t.lower() != "fbgemm"]
     token_set = set(tokens)
-    if any(t.startswith(("flash", "fmha")) for t in tokens):
+    # cuDNN's own kernels (``cudnn::...``, ``cudnn_generated_...``), not a kernel that only names it
+    # (``at::cuda::philox::unpack_cudnn`` unpacks a dropout seed for it)
+    cudnn = any(i == "cudnn" or i.startswith("cudnn_") for i in idents)
+    if any(t.startswith(("flash", "fmha")) for t in tokens) or (cudnn and token_set & _CUDNN_ATTENTION):
         return KIND_ATTENTION
     library = bool(token_set & {"cutlass", "xmma", "cudnn", "miopen", "implicit"})
     if library and any(t in _CONV_TOKENS or t.endswith(("fprop", "dgrad", "wgrad")) for t in tokens):
         return KIND_CONV
-    if "cudnn" in token_set and not token_set & _NOT_CONV_CUDNN:
+    if cudnn and not token_set & _NOT_CONV_CUDNN:
         return KIND_CONV
     if token_set & _MM_TOKENS or any(t.endswith(("gemm", "gemv")) or t.startswith(("gemm", "gemv", "cublas"))
                                      for t in tokens) or any(

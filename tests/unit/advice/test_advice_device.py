@@ -46,7 +46,12 @@ def test_headroom_without_a_source_line_goes_by_module_and_names_it():
 
 @pytest.mark.parametrize(("name", "channels_last"), [("aten::convolution", True),
                                                      ("sm90_xmma_fprop_implicit_gemm_f32f32", True),
-                                                     ("triton_poi_fused_add_0", False)])
+                                                     ("triton_poi_fused_add_0", False),
+                                                     # cuDNN's attention: "fprop" and "cudnn" in it, no conv
+                                                     ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"
+                                                      "_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0", False),
+                                                     ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>"
+                                                      "(void const*)", False)])
 def test_headroom_fix_names_channels_last_for_convolutions_only(name, channels_last):
     k = kernel(name, 0, 100, kernel_flop=0, kernel_num_gb=0.067, source="model.py:12")
     (f,) = _kinds([k])["headroom"]

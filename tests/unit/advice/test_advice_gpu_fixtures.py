@@ -4,6 +4,9 @@ graphs is not, and is pointed at the eager work outside them; both engines give 
 
 from __future__ import annotations
 
+import gzip
+import json
+
 import pytest
 from engine_inputs import FIXTURES, GPU_FIXTURES, SHARED, TRACES
 
@@ -37,6 +40,19 @@ def test_cuda_graphs_gpt_is_pointed_at_the_eager_work():
         assert part in eager.fix
     # what the host did meanwhile: the loss's backward and the optimizer step, named in the evidence
     assert "MeanBackward0" in eager.evidence and "Optimizer.step#SGD.step" in eager.evidence
+
+
+@pytest.mark.parametrize("name", ["gpt_bf16", "gpt_cudagraphs", "hf_gpt2"])
+def test_a_model_without_convolutions_is_not_told_channels_last(name):
+    # the GPT steps ran no convolution op (read from the trace's own op names); their attention kernels
+    # (cuDNN's sdpa ..._flash_fprop_..., cudnn::fusion::...) once read as convolutions by substring
+    path = GPU / f"{name}.trace.json.gz"
+    with gzip.open(path) as f:
+        ops = {e["name"] for e in json.load(f)["traceEvents"] if e.get("cat") == "cpu_op"}
+    assert ops and not [op for op in ops if "conv" in op.lower()]
+    found = _findings(path)
+    assert [f for f in found if f.kind == "headroom"]
+    assert not [f.source for f in found if "channels_last" in f.fix]
 
 
 @pytest.mark.parametrize("name", GPU_FIXTURES)

@@ -54,6 +54,14 @@ def test_an_opaque_launching_scope_leaves_it_to_the_name(scope):
     (ADD, "other"),
     (FBGEMM, "other"),  # "fbgemm" is a library name, not a GEMM token
     ("fused_convolution_relu_0", "other"),  # a user's fused kernel: "convolution" alone says nothing
+    # cuDNN's fused attention on an H100 / H200 (the GPT fixtures): its kernel, the helpers of its backward
+    ("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x64_4x1x1_cga1x1x1_kernel0_0",
+     "attention"),
+    ("void cudnn::fusion::compute_dot_do_o_specialized<true, 64>(void const*, void const*, void*)", "attention"),
+    ("void cudnn::fusion::convert_dq_to_16bits<true>(void const*, void*, unsigned int)", "attention"),
+    ("at::cuda::philox::unpack_cudnn(at::PhiloxCudaState, long*, long*)", "other"),  # a dropout seed, no conv
+    ("void cudnn::engines_precompiled::nchwToNhwcKernel<float, float, float, false, true>(float)", "conv"),
+    ("void cudnn::winograd_nonfused::winogradForwardData4x4<float, float>(float)", "conv"),
 ])
 def test_name_rule_without_a_launching_op(name, kind):
     assert kernel_kind(name, {}) == kind
