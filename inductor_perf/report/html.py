@@ -157,7 +157,9 @@ def _section(summary: Any, device: Any, keys: Iterator[str], index: int, compari
     label = title or d.get("label") or "trace"
     roofs = roofs_for(device)
     views = kernel_views(summary, roofs, keys)
-    out = [f"<section><h2>{esc(label)}</h2>", findings_html(d.get("findings") or []), "<dl class='head'>"]
+    sfx = "" if index == 0 else f"-{index}"
+    out = [f"<section><h2>{esc(label)}</h2>", findings_html(d.get("findings") or [], summary=d, suffix=sfx),
+           "<dl class='head'>"]
     out += [f"<dt>{esc(k)}</dt><dd>{esc(v)}</dd>" for k, v in rp._headline(d)]
     out.append("</dl>")
     out.append(_roofs_html(roofs, d))
@@ -165,10 +167,9 @@ def _section(summary: Any, device: Any, keys: Iterator[str], index: int, compari
         out.append("<ul class='notes'>" + "".join(f"<li>{esc(n)}</li>" for n in d["notes"]) + "</ul>")
     chart, drawn = _chart_html(views, roofs, label, index)
     out.append(chart)
-    sfx = "" if index == 0 else f"-{index}"
     out.append(kernel_table(views, d["distinct_kernels"], linked=drawn, table_id="kernels" + sfx))
     out.append(uncharted_table(views, table_id="not-charted" + sfx))
-    out += summary_tables(d)
+    out += summary_tables(d, suffix=sfx)
     if comparison is not None:
         out.append(comparison_html(comparison))
     out.append("</section>")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Sequence
 
 from . import text as rp
+from .findings import table_id
 from ..model.kernel_names import readable_names
 
 NAME_WIDTH = 64
@@ -112,13 +113,16 @@ def _bound_text(placement: Any, row: Any) -> str:
     return row.bound or "-"
 
 
-def summary_tables(d: dict[str, Any]) -> list[str]:
+def summary_tables(d: dict[str, Any], *, suffix: str = "") -> list[str]:
     """The summary's other tables (steps, modules, source lines, not costed, idle by host activity,
-    longest gaps), as the text report builds them."""
+    longest gaps), as the text report builds them; those a finding links to with their id
+    (:func:`inductor_perf.report.findings.table_id` + ``suffix``, the section's)."""
     out = []
     for title, headers, rows, align, _, foot in rp._tables(d, "markdown")[1:]:
         if rows:
-            out.append(table(title, headers, [[rp._cell(c) for c in r] for r in rows], align, foot))
+            tid = table_id(title)
+            out.append(table(title, headers, [[rp._cell(c) for c in r] for r in rows], align, foot,
+                             table_id=tid + suffix if tid else None))
     return out
 
 

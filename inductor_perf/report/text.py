@@ -24,7 +24,7 @@ from ..model import events as evs
 from ..model.events import strict_json
 from ..model.kernel_kinds import KIND_LABELS
 from ..model.kernel_names import readable_names
-from .findings import findings_markdown, findings_text
+from .findings import TABLES, findings_markdown, findings_text
 from .units import compact_dtypes, compact_shapes  # noqa: F401  (compact_shapes: named here too)
 from .units import (_NA, _SI, _finite, _scaled, _sig, fmt_bytes, fmt_flop, fmt_gb, fmt_gbps, fmt_pct,  # noqa: F401
                     fmt_si, fmt_tflops, fmt_time_us)
@@ -288,7 +288,7 @@ def _kernel_table(d: dict[str, Any], fmt: str) -> _Table:
     above = above_roof_lines(d["top_kernels"])
     if above:
         foot += "; * above its roof: " + "; ".join(above)
-    return (f"Top kernels by total time ({len(rows)} of {d['distinct_kernels']}; Peak = % of the roof that "
+    return (f"{TABLES['top_kernels'][1]} ({len(rows)} of {d['distinct_kernels']}; Peak = % of the roof that "
             "binds)", headers, rows, align, [0], foot)
 
 
@@ -300,7 +300,7 @@ def _steps_table(d: dict[str, Any]) -> _Table | None:
              fmt_pct(r["busy_pct"]), fmt_pct(r["matmul_pct"]), fmt_pct(r["other_pct"]), fmt_pct(r["comm_pct"]),
              fmt_pct(r["idle_pct"]), r["kernel_count"], fmt_pct(r.get("mfu_pct")), fmt_pct(r.get("hfu_pct"))]
             for r in steps]
-    return (f"Steps ({len(steps)}; * = slowest)", ["Step", "Time", "Busy", "Matmul", "Other", "Comm", "Idle",
+    return (f"{TABLES['steps'][1]} ({len(steps)}; * = slowest)", ["Step", "Time", "Busy", "Matmul", "Other", "Comm", "Idle",
                                                   "Kernels", "MFU", "HFU"], rows, list("lrrrrrrrrr"), [0],
             "shares of the step's time, adding to 100 %: Matmul = a matmul/conv/attention kernel runs; "
             "Other = other device work and no matmul; Comm = only collectives run (exposed); "
@@ -312,7 +312,7 @@ def _stream_idle_table(d: dict[str, Any]) -> _Table:
     """Each stream's idle time between its kernels, by what it waited for (HTA's idle time breakdown)."""
     rows = [[r["stream"], r["kernels"], fmt_time_us(r["idle_us"]), fmt_pct(r["host_wait_pct"]),
              fmt_pct(r["launch_delay_pct"]), fmt_pct(r["other_pct"])] for r in d.get("idle_by_stream") or []]
-    return ("Idle time by stream (between its kernels, by what it waited for)",
+    return (f"{TABLES['idle_by_stream'][1]} (between its kernels, by what it waited for)",
             ["Stream", "Kernels", "Idle", "Host wait", "Launch delay", "Other"], rows, list("lrrrrr"), [],
             "Host wait = the next kernel's launch call began after the stream went idle; Launch delay = "
             "a gap under 30 µs (launch overhead); Other = queued, yet waiting (an event, another stream), "
@@ -356,7 +356,7 @@ def _op_shape_table(d: dict[str, Any], fmt: str) -> _Table | None:
     if above:
         foot += "; * above its roof: " + above[0] + (f" (and {len(above) - 1} more)" if len(above) > 1 else "")
     left = 2 if short else 3
-    return (f"By op and input shapes (top {len(rows)})", headers, rows, list("l" * left + "r" * (len(headers) - left)),
+    return (f"{TABLES['ops_by_shape'][1]} (top {len(rows)})", headers, rows, list("l" * left + "r" * (len(headers) - left)),
             [0], foot)
 
 
@@ -384,7 +384,7 @@ def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
     if by_shape:
         tables.append(by_shape)
     for key, title, n in (("modules", "By module", "distinct_modules"),
-                          ("lines", "By source line", "distinct_lines")):
+                          ("lines", TABLES["lines"][1], "distinct_lines")):
         rows = [[_short_source(r["key"]) if key == "lines" else r["key"], r["count"], fmt_time_us(r["total_us"]), fmt_pct(r["share_of_busy_pct"]),
                  fmt_flop(r["flop"]), fmt_gb(r["gb"]), fmt_tflops(r["achieved_tflops"])] for r in d[key]]
         tables.append((f"{title} ({len(rows)} of {d[n]})",
@@ -397,7 +397,7 @@ def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
         tables.append(uncosted)
     idle = [[r["host"], fmt_time_us(r["idle_us"]), fmt_pct(r["share_of_idle_pct"]), r["gaps"],
              _short_source(r["source"])] for r in d["idle_by_host"]]
-    tables.append(("Idle time by host activity (innermost host event on the launching thread)",
+    tables.append((f"{TABLES['idle_by_host'][1]} (innermost host event on the launching thread)",
                    ["Host activity", "Idle", "Of idle", "Gaps", "Python frame"], idle, list("lrrrl"), [], None))
     tables.append(_stream_idle_table(d))
     near = [g["next_kernel"] or g["prev_kernel"] for g in d["gaps"]]
@@ -405,7 +405,7 @@ def _tables(d: dict[str, Any], fmt: str = "text") -> list[_Table]:
     gaps = [[fmt_time_us(g["dur_us"]), "+" + fmt_time_us(g["start_us"]), g["position"],
              g["host_innermost"] or _NA, names[n] if n else _NA, _short_source(g["source"])]
             for g, n in zip(d["gaps"], near)]
-    tables.append((f"Longest idle gaps ({len(gaps)} of {d['gap_count']})",
+    tables.append((f"{TABLES['gaps'][1]} ({len(gaps)} of {d['gap_count']})",
                    ["Idle", "At", "Where", "Host activity", "Next kernel", "Source"], gaps, list("rrllll"), [4],
                    None))
     return tables
@@ -428,7 +428,7 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
         out.append(f"## inductor_perf summary: {name}")
         out.append("")
         if d.get("findings"):
-            out += ["### What to fix first", ""] + findings_markdown(d["findings"]) + [""]
+            out += ["### What to fix first", ""] + findings_markdown(d["findings"], summary=d) + [""]
         out.append(render_table(["Metric", "Value"], head, "markdown", align=["l", "l"]))
         for t_title, headers, rows, align, _, foot in tables:
             if rows:
@@ -440,7 +440,7 @@ def format_summary(summary: Any, fmt: str = "text", *, title: str | None = None)
     out.append(f"inductor_perf summary: {name}")
     out.append("=" * min(TEXT_WIDTH, len(out[0])))
     if d.get("findings"):
-        out += ["What to fix first"] + findings_text(d["findings"]) + [""]
+        out += ["What to fix first"] + findings_text(d["findings"], summary=d) + [""]
     label_w = max(len(k) for k, _ in head)
     for k, v in head:
         out.append(_wrap(f"{k.ljust(label_w)}  ", v))

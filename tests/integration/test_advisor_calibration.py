@@ -31,6 +31,13 @@ def one_thread():
 @pytest.mark.parametrize("case", cal.CASES, ids=lambda c: c.__name__)
 def test_planted_problem_ranks_and_estimate_within_2x(case):
     r = case()
+    if r.kind == "precision" and r.rank is None:
+        # a CPU without a faster bfloat16 path (no AMX, no AVX512_BF16): the finding is rightly absent
+        # only if the fix indeed buys little there. Where it fires the faster roof is 1.5x or more, so
+        # its compute-bound matmuls (most of this step) would save a third of the step or more.
+        assert r.measured_pct < 33, (f"no precision finding, yet autocast bfloat16 saved {r.measured_pct:.0f} % "
+                                     f"of the step: {r}")
+        return
     assert r.rank is not None and r.rank <= 3, f"{r.kind} not in the top 3 (rank {r.rank})"
     assert r.measured_us > 0, f"the fix measured no gain: {r}"
     assert 0.5 <= r.ratio_us <= 2.0, (f"estimate {r.estimate_us:.0f} µs a step vs measured "

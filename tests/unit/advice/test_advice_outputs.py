@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 
 from advice_traces import gpu_trace
+from engine_inputs import FIXTURES
 
 from inductor_perf.advice.advise import advise
 from inductor_perf.cli import main
@@ -85,3 +87,46 @@ def test_savings_are_written_in_the_tables_units():
          "saving_pct_of_step": 86.0}
     assert findings_text([f])[0] == "1. [exposed_comm] saves ~1.10 s/step (86 %): t"
     assert findings_text([{**f, "saving_us_per_step": 70.0}])[0].startswith("1. [exposed_comm] saves ~70.0 µs/step")
+
+
+# --- the tables a finding stands on, beside it -----------------------------------------------------------
+GPT = FIXTURES / "gpu" / "gpt_bf16.trace.json.gz"  # launch-bound: host_bound, headroom and sync findings
+
+
+def test_text_findings_name_the_tables_printed_below_them(capsys):
+    assert main(["summary", str(GPT)]) == 0
+    out = capsys.readouterr().out
+    head, tables = out.split("\nWindow ", 1)
+    sees = {line.split("[")[1].split("]")[0]: None for line in head.splitlines() if line[:1].isdigit()}
+    assert {"host_bound", "headroom"} <= set(sees)
+    named = [line.strip().removeprefix("see: ").removesuffix(" (below)").split(", ")
+             for line in head.splitlines() if line.strip().startswith("see: ")]
+    assert named and ["Idle time by stream", "Idle time by host activity", "Longest idle gaps"] in named
+    titles = [line for line in tables.splitlines() if line and not line.startswith((" ", "-", "|"))]
+    for name in {n for names in named for n in names}:  # each named table is printed, with rows under it
+        (title,) = [t for t in titles if t.startswith(name)]
+        lines = tables.splitlines()
+        assert lines[lines.index(title) + 2].strip(), title
+    # the idle split the host_bound savings stand on: host wait and launch delay of the one stream
+    stream = tables.split("Idle time by stream")[1].splitlines()
+    assert stream[1].split()[:5] == ["Stream", "Kernels", "Idle", "Host", "wait"]
+
+
+def test_page_findings_link_to_tables_on_the_page(tmp_path):
+    # two traces: the second section's ids carry its suffix, and its links follow
+    d = tmp_path / "two"
+    d.mkdir()
+    for name in ("a", "b"):
+        (d / f"{name}.trace.json.gz").write_bytes(GPT.read_bytes())
+    page = render_report(str(d))
+    ids = set(re.findall(r"id='([^']+)'", page))
+    sections = page.split("<section>")[1:]
+    assert len(sections) == 2
+    for n, sec in enumerate(sections):
+        box = sec[:sec.index("<dl class='head'>")]
+        links = re.findall(r"<a href='#([^']+)'>", box)
+        suffix = "" if n == 0 else f"-{n}"
+        assert f"idle-by-stream{suffix}" in links and f"kernels{suffix}" in links
+        assert set(links) <= ids, set(links) - ids
+        # the linked table is the section's own: its id sits in this section
+        assert all(f"id='{x}'" in sec for x in links)

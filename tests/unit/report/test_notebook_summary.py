@@ -64,7 +64,7 @@ def test_repr_html_is_the_page_with_findings_first():
     first = s.to_dict()["findings"][0]
     # the findings come before the headline and the tables
     assert page.index(html.escape(first["title"], quote=False)) < page.index("<dl class='head'>")
-    assert page.index("By op and input shapes") > page.index("<dl class='head'>")
+    assert page.index("<h3>By op and input shapes") > page.index("<dl class='head'>")
 
 
 def test_several_traces_is_a_one_line_error(tmp_path):

@@ -72,3 +72,20 @@ def test_capture_result_shows_its_report_page():
 def test_capture_without_summary_says_why():
     shown = CaptureResult(warnings=["nothing was captured"])._repr_html_()
     assert "nothing was captured" in shown and "<iframe" not in shown
+
+
+def test_capture_result_opens_with_its_findings_linked_to_the_tables():
+    # the launch-bound GPT capture (tests/fixtures/gpu): findings first, each link to a table of the page
+    from engine_inputs import FIXTURES
+
+    from inductor_perf.advice.advise import attach
+    from inductor_perf.summary.files import summarize_file
+
+    ct = summarize_file(str(FIXTURES / "gpu" / "gpt_bf16.trace.json.gz"))
+    summary = attach(ct.summary)
+    assert summary.findings
+    page = _parse(CaptureResult(summary=summary, device=ct.device)._repr_html_()).srcdocs[0]
+    assert page.index("What to fix first") < page.index("<dl class='head'>") < page.index("<table")
+    inner = _parse(page)
+    assert not inner.open
+    assert {"kernels", "idle-by-stream", "idle-by-host"} <= set(inner.table_ids)
