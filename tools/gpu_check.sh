@@ -76,11 +76,15 @@ for phase in "${phases[@]}"; do
       MODELS_TIMEOUT=${MODELS_TIMEOUT:-$(( t / 3 ))} timeout "$t" python3 tools/gpu_models.py "$W/models" ${MODELS_CASES:-} 2>&1 \
         | tee -a "$OUT/digest.txt" ;;
     advisor)
-      # the advisor's GPU kinds against measured fixes (bench/advisor_calibration_gpu.py: each case
-      # captured with INDUCTOR_PERF_TRACE_DIR in a child process, then timed in paired rounds)
+      # the advisor's GPU kinds against measured fixes (tests/integration/test_advisor_calibration_gpu.py
+      # on bench/advisor_calibration_gpu.py's cases: each captured with INDUCTOR_PERF_TRACE_DIR in a child
+      # process, then timed in paired rounds; each prints its docs/advisor.md row, and fails outside
+      # 0.5-2x or below rank 3). ADVISOR_CASES="sync memcpy": those cases only.
       mkdir -p "$W/advisor"
-      ADVISOR_CALIBRATION_VERBOSE=1 timeout "$t" python3 bench/advisor_calibration_gpu.py ${ADVISOR_CASES:-} > "$W/advisor/advisor.log" 2>&1
-      tail -40 "$W/advisor/advisor.log" | tee -a "$OUT/digest.txt" ;;
+      sel=(); [ -n "${ADVISOR_CASES:-}" ] && sel=(-k "$(echo ${ADVISOR_CASES} | sed 's/ / or /g')")
+      ADVISOR_CALIBRATION_VERBOSE=1 timeout "$t" python3 -m pytest -q -s -ra -p no:cacheprovider --tb=short \
+        tests/integration/test_advisor_calibration_gpu.py "${sel[@]}" > "$W/advisor/advisor.log" 2>&1
+      grep -E "^\| |^(E |FAILED|ERROR)|passed|failed|skipped" "$W/advisor/advisor.log" | head -40 | tee -a "$OUT/digest.txt" ;;
     ncu)
       timeout "$t" python3 tools/gpu_ncu.py "$W/ncu" ${NCU_CASES:-} > "$W/ncu/ncu.log" 2>&1
       tail -60 "$W/ncu/ncu.log" | tee -a "$OUT/digest.txt" ;;
