@@ -151,6 +151,8 @@ def _add_offline(sub: argparse._SubParsersAction) -> None:
                    help="stream: read each trace in windows, two large ones at once (two processes); "
                         "full: load each trace whole, one after the other; auto (default): stream files "
                         f"of {large} of JSON or more")
+    p.add_argument("--html", metavar="PATH", default=None,
+                   help="also write the report page of B with this comparison on it (the tables of the text)")
     p.set_defaults(func=_cmd_diff)
 
 
@@ -277,12 +279,26 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     import os
 
     from .comparison.runner import diff_files
+    from .traces.files import output_target
 
+    if args.html:
+        output_target(args.html, [args.a, args.b])  # before the work: never over an input
     with _Ticker() as tick:
         tick.stage = f"comparing {os.path.basename(args.a)} and {os.path.basename(args.b)}"
         result = diff_files(args.a, args.b, by=args.by, engine=args.engine)
     _print_block(result.format(args.format))
+    if args.html:
+        _write_comparison_page(args.b, args.html, result)
     return 0
+
+
+def _write_comparison_page(trace: str, out: str, result: object) -> None:
+    """The report page of ``trace`` (side B) with the comparison ``result`` on it."""
+    from .report.html import write_report
+
+    with _Ticker() as tick:
+        write_report(trace, out, comparison=result, stage=tick.set)
+    print(f"inductor-perf: wrote {out}", file=sys.stderr)
 
 
 # --- compare (eager vs compiled of a user file) --------------------------------------------------
@@ -296,19 +312,32 @@ def _add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=int, default=3, help="profiled steps per side (default 3)")
     p.add_argument("--warmup", type=int, default=2, help="warm-up steps per side (default 2)")
     p.add_argument("--trace-dir", default=None, help="also save both traces here (for 'inductor-perf diff')")
+    p.add_argument("--html", metavar="PATH", default=None,
+                   help="also write the report page of the compiled run with this comparison on it")
     p.set_defaults(func=_cmd_compare)
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    import tempfile
+
     from .comparison.runner import compare_file
+    from .traces.files import output_target
 
     # Compiling dominates the first run (tens of seconds on a small CPU): say what is happening.
     print(f"inductor-perf: profiling eager and compiled runs of {args.file} "
           f"({args.warmup} warm-up + {args.steps} profiled steps each; the compile comes first)...",
           file=sys.stderr)
-    result = compare_file(args.file, by=args.by, backward=not args.no_backward,
-                          steps=args.steps, warmup=args.warmup, trace_dir=args.trace_dir)
-    _print_block(result.format(args.format))
+    with contextlib.ExitStack() as stack:
+        trace_dir = args.trace_dir
+        if args.html:
+            output_target(args.html, [args.file])
+            if trace_dir is None:  # the page is made from the compiled run's trace
+                trace_dir = stack.enter_context(tempfile.TemporaryDirectory(prefix="inductor_perf_compare_"))
+        result = compare_file(args.file, by=args.by, backward=not args.no_backward,
+                              steps=args.steps, warmup=args.warmup, trace_dir=trace_dir)
+        _print_block(result.format(args.format))
+        if args.html:
+            _write_comparison_page(os.path.join(trace_dir, "compiled.trace.json.gz"), args.html, result)
     return 0
 
 

@@ -299,3 +299,62 @@ def test_units_read_without_kernels_make_the_same_rows(tmp_path):
                 assert not differences(full, got), (p, engine, by)
             with pytest.raises(ValueError, match="needs the kernels"):
                 compare_units(without, without, by="kernel")
+
+
+# --- the page: diff --html, compare --html -------------------------------------------------------------------
+def _text_titles(text: str) -> list[str]:
+    return [ln for ln in text.splitlines() if ln.startswith(("Forward", "Backward", "Optimizer", "Other", "Totals"))]
+
+
+def test_cli_diff_html_writes_the_page_of_b_with_the_text_tables(tmp_path, capsys):
+    import html
+
+    a, b = CAPTURES
+    out = tmp_path / "page.html"
+    assert main(["diff", a, b, "--by", "op", "--html", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert f"wrote {out}" in captured.err
+    page = out.read_text()
+    titles = _text_titles(captured.out)
+    assert titles and all(f"<h3>{html.escape(t, quote=True)}</h3>" in page for t in titles)
+    assert "<h2>Comparison: run1.trace.json.gz vs run2.trace.json.gz, by op</h2>" in page
+    assert page.index("<h2>run2.trace.json.gz</h2>") < page.index("<h2>Comparison:")  # B's own page
+
+
+@pytest.mark.parametrize("which", [0, 1])
+def test_cli_diff_html_never_over_an_input(tmp_path, capsys, which):
+    sides_ = [tmp_path / "a.trace.json.gz", tmp_path / "b.trace.json.gz"]
+    for p, src in zip(sides_, CAPTURES):
+        p.write_bytes(Path(src).read_bytes())
+    before = [p.read_bytes() for p in sides_]
+    assert main(["diff", str(sides_[0]), str(sides_[1]), "--html", str(sides_[which])]) == 1
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert str(sides_[which]) in err and "input" in err and "\n" not in err
+    assert captured.out == ""  # refused before any work
+    assert [p.read_bytes() for p in sides_] == before
+
+
+def test_cli_compare_html_writes_the_compiled_run_page(tmp_path, capsys, monkeypatch):
+    # the model run replaced by a diff of two captures; what is checked is the CLI's part: the compiled
+    # trace kept in a temporary directory (none given) becomes the page, with the comparison on it
+    import inductor_perf.comparison.runner as runner
+
+    seen = {}
+
+    def fake_compare_file(path, *, trace_dir, **kw):
+        seen["trace_dir"] = trace_dir
+        Path(trace_dir, "compiled.trace.json.gz").write_bytes(Path(CAPTURES[1]).read_bytes())
+        return diff_files(CAPTURES[0], CAPTURES[1], by=kw.get("by", "module"))
+
+    monkeypatch.setattr(runner, "compare_file", fake_compare_file)
+    model = tmp_path / "model.py"
+    model.write_text("")
+    out = tmp_path / "compare.html"
+    assert main(["compare", str(model), "--html", str(out)]) == 0
+    captured = capsys.readouterr()
+    page = out.read_text()
+    assert _text_titles(captured.out) and "<h2>Comparison:" in page and "<h2>compiled.trace.json.gz</h2>" in page
+    assert not os.path.exists(seen["trace_dir"])  # the temporary directory is gone
+    assert main(["compare", str(model), "--html", str(model)]) == 1  # never over the model file
+    assert model.read_text() == "" and "input" in capsys.readouterr().err
