@@ -83,7 +83,7 @@ def findings_text(findings: Iterable[dict[str, Any]], top: int | None = OPENING,
         out.append(_fill(pad + "fix: ", f["fix"]))
         see = _evidence(f, summary)
         if see:
-            where = "below" if summary is not None else "inductor-perf summary"
+            where = "below" if summary is not None else "in inductor-perf summary"
             out.append(_fill(pad + "see: ", ", ".join(TABLES[k][1] for k in see) + f" ({where})"))
         if details:
             out.append(_fill(pad + "why: ", f["evidence"]))
