@@ -49,6 +49,8 @@ def test_advise_text_lists_all_with_evidence(tmp_path, capsys):
     n = len(advise(summarize(gpu_trace())))
     assert f"{n}. [" in out and f"{n + 1}. [" not in out
     assert out.count("why: ") == n and "train.py:42" in out
+    # advise prints no table: the input_wait finding's idle tables are named where they are
+    assert "see: Idle time by host activity, Idle time by stream (in inductor-perf summary)" in out
 
 
 def test_advise_directory_of_ranks_gives_each_rank(tmp_path, capsys):
