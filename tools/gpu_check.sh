@@ -4,7 +4,7 @@
 #   OUT=/tmp/gpu tools/gpu_check.sh [PHASE ...]     phases: tests zoo ncu bench integration
 #                                                   (default: all, in that order); on demand:
 #                                                   models (transformers on CUDA, tools/gpu_models.py),
-#                                                   advisor (bench/advisor_calibration_gpu.py),
+#                                                   advisor (tests/integration/test_advisor_calibration_gpu.py),
 #                                                   pick (each test of PICK_TESTS), profile
 #                                                   (where a cold compile's time goes)
 #   INTEGRATION_JOBS=8 ... integration              the integration tier, 8 test files at a time
@@ -84,7 +84,8 @@ for phase in "${phases[@]}"; do
       sel=(); [ -n "${ADVISOR_CASES:-}" ] && sel=(-k "$(echo ${ADVISOR_CASES} | sed 's/ / or /g')")
       ADVISOR_CALIBRATION_VERBOSE=1 timeout "$t" python3 -m pytest -q -s -ra -p no:cacheprovider --tb=short \
         tests/integration/test_advisor_calibration_gpu.py "${sel[@]}" > "$W/advisor/advisor.log" 2>&1
-      grep -E "^\| |^(E |FAILED|ERROR)|passed|failed|skipped" "$W/advisor/advisor.log" | head -40 | tee -a "$OUT/digest.txt" ;;
+      grep -E "^\| |^(E |FAILED|ERROR)|passed|failed|skipped" "$W/advisor/advisor.log" | head -40 \
+        | tee -a "$OUT/digest.txt" ;;
     ncu)
       timeout "$t" python3 tools/gpu_ncu.py "$W/ncu" ${NCU_CASES:-} > "$W/ncu/ncu.log" 2>&1
       tail -60 "$W/ncu/ncu.log" | tee -a "$OUT/digest.txt" ;;

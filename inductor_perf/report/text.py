@@ -300,8 +300,9 @@ def _steps_table(d: dict[str, Any]) -> _Table | None:
              fmt_pct(r["busy_pct"]), fmt_pct(r["matmul_pct"]), fmt_pct(r["other_pct"]), fmt_pct(r["comm_pct"]),
              fmt_pct(r["idle_pct"]), r["kernel_count"], fmt_pct(r.get("mfu_pct")), fmt_pct(r.get("hfu_pct"))]
             for r in steps]
-    return (f"{TABLES['steps'][1]} ({len(steps)}; * = slowest)", ["Step", "Time", "Busy", "Matmul", "Other", "Comm", "Idle",
-                                                  "Kernels", "MFU", "HFU"], rows, list("lrrrrrrrrr"), [0],
+    return (f"{TABLES['steps'][1]} ({len(steps)}; * = slowest)",
+            ["Step", "Time", "Busy", "Matmul", "Other", "Comm", "Idle", "Kernels", "MFU", "HFU"], rows,
+            list("lrrrrrrrrr"), [0],
             "shares of the step's time, adding to 100 %: Matmul = a matmul/conv/attention kernel runs; "
             "Other = other device work and no matmul; Comm = only collectives run (exposed); "
             "Busy = Matmul + Other + Comm (union over all streams); MFU / HFU = the step's model / "
@@ -356,8 +357,8 @@ def _op_shape_table(d: dict[str, Any], fmt: str) -> _Table | None:
     if above:
         foot += "; * above its roof: " + above[0] + (f" (and {len(above) - 1} more)" if len(above) > 1 else "")
     left = 2 if short else 3
-    return (f"{TABLES['ops_by_shape'][1]} (top {len(rows)})", headers, rows, list("l" * left + "r" * (len(headers) - left)),
-            [0], foot)
+    return (f"{TABLES['ops_by_shape'][1]} (top {len(rows)})", headers, rows,
+            list("l" * left + "r" * (len(headers) - left)), [0], foot)
 
 
 def _uncosted_table(d: dict[str, Any], fmt: str) -> _Table | None:
