@@ -46,7 +46,7 @@ def test_to_dict_is_the_cli_json(capsys):
 def test_text_is_the_cli_text(capsys):
     s = inductor_perf.summarize(GPT)
     assert str(s) == s.text() == _cli(capsys, "summary", GPT)
-    assert "By op and input shapes" in str(s)
+    assert "\nBy op and input shapes (" in str(s)  # the table, not a see: line
 
 
 def test_repr_html_is_the_page_with_findings_first():

@@ -79,7 +79,7 @@ def test_text_fits_100_columns_and_headline_first():
     assert lines[2].startswith("Window") and "40.0 µs  (1 recorded step(s);" in lines[2]
     assert lines[3].startswith("Device busy") and "50.0 %" in lines[3]
     assert "100 TFLOP/s" in text  # 2e9 FLOP / 20 µs
-    assert text.index("Device busy") < text.index("Top kernels")
+    assert text.index("Device busy") < text.index("\nTop kernels")
     assert "model.py:42" in text and "/very/long" not in text  # basename in text, full path in JSON
     assert "rank 0, world_size 2" in text
 

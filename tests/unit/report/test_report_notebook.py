@@ -66,7 +66,7 @@ def test_capture_result_shows_its_report_page():
     inner = _parse(page)
     assert "kernels" in inner.table_ids
     assert not inner.open  # every element closed
-    assert "gemm_a" in page and "MFU" in page and "Idle time by stream" in page
+    assert "gemm_a" in page and "MFU" in page and "<h3>Idle time by stream" in page
 
 
 def test_capture_without_summary_says_why():

@@ -186,7 +186,7 @@ def test_cli_summary_and_diff_of_a_raw_trace(tmp_path, capsys):
     assert main(["summary", str(p)]) == 0
     out = capsys.readouterr().out
     assert "computed from recorded shapes" in out and "33.6 MFLOP" in out
-    top = out[out.index("Top kernels"):]
+    top = out[out.index("\nTop kernels") + 1:]  # the table, not a finding's see: line
     name = top.splitlines()[3].split("  ")[0]  # the name fitted to the room the numbers leave
     assert name.startswith("cutlass_80_tens") and name.endswith("nn_align1") and len(name) >= 24
     assert "void cutlass" not in out
@@ -251,7 +251,7 @@ def test_real_a100_text_names_and_width(a100):
     text = format_summary(s, "text")
     assert max(len(line) for line in text.splitlines()) <= 100
     assert "void " not in text and "::Params" not in text
-    table = text[text.index("Top kernels"):text.index("Steps")]
+    table = text[text.index("\nTop kernels") + 1:text.index("\nSteps (")]  # the tables, not see: lines
     names = [line.split("  ")[0] for line in table.splitlines()[3:] if line and not line.startswith(" ")]
     assert len(names) == len(set(names)) == 20
     # JSON keeps the full names.
