@@ -125,6 +125,25 @@ def roofs_dir() -> str:
     return _ROOFS.name
 
 
+def measured_roofs() -> str:
+    """What :func:`roofs_dir`'s calibration measured (its cache files, as text), for a message."""
+    if _ROOFS is None:
+        return "(not measured yet)"
+    out = []
+    for path in sorted(glob.glob(os.path.join(_ROOFS.name, "**", "*.json"), recursive=True)):
+        with open(path) as f:
+            out.append(f.read().strip())
+    return " ".join(out) or "(no cache file)"
+
+
+def remeasure_roofs() -> None:
+    """Drop :func:`roofs_dir`'s calibration: the next capture measures the roofs again."""
+    global _ROOFS
+    if _ROOFS is not None:
+        _ROOFS.cleanup()
+        _ROOFS = None
+
+
 def _ref(builder: Callable[[], Case]) -> str:
     """``MODULE:NAME`` of a case's builder, for a child process to import it by."""
     module = sys.modules[builder.__module__].__file__ or ""

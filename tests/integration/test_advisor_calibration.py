@@ -32,12 +32,18 @@ def one_thread():
 @pytest.mark.parametrize("case", cal.CASES, ids=lambda c: c.__name__)
 def test_planted_problem_ranks_and_estimate_within_2x(case):
     r = rerun_if_only_the_times_drifted(case, case())
+    if r.kind == "precision" and r.rank is None and r.measured_pct >= 33:
+        # no finding, yet the fix paid: the roofs this process measured once (one 5 s calibration
+        # on a shared machine) decide whether bfloat16 is faster here. Measured again, roofs included.
+        print(f"\nprecision: no finding, {r.measured_pct:.0f} % measured; roofs: {cal.measured_roofs()}")
+        cal.remeasure_roofs()
+        r = case()
     if r.kind == "precision" and r.rank is None:
         # a CPU without a faster bfloat16 path (no AMX, no AVX512_BF16): the finding is rightly absent
         # only if the fix indeed buys little there. Where it fires the faster roof is 1.5x or more, so
         # its compute-bound matmuls (most of this step) would save a third of the step or more.
         assert r.measured_pct < 33, (f"no precision finding, yet autocast bfloat16 saved {r.measured_pct:.0f} % "
-                                     f"of the step: {r}")
+                                     f"of the step: {r}; roofs: {cal.measured_roofs()}")
         return
     assert_calibrated(r)
 
